@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Compile the project's own CUDA kernels (fixtures/kernels/*.cu) into every
+# format fencelint reads, under fixtures/compiled/. Deterministic: running it
+# twice gives byte-identical files.
+#
+# Usage: scripts/build-fixtures.sh
+#
+# Toolchain: $FENCELINT_CUDA_BIN (a directory holding nvcc, ptxas, cuobjdump,
+# nvdisasm) if set, else the directory printed by scripts/install-cuda-tools.sh.
+#
+# For every kernel file and every architecture on its `// archs:` line it
+# writes fixtures/compiled/<arch>/:
+#   <stem>.ptx                 nvcc -O3 -ptx -lineinfo  (.file paths made relative)
+#   <stem>.cubin               nvcc -O3 -cubin -lineinfo, from that .ptx
+#   <stem>.cuobjdump.sass      cuobjdump -sass
+#   <stem>.nvdisasm.sass       nvdisasm -c -g   (source lines)
+#   <stem>.nvdisasm-gp.sass    nvdisasm -c -gp  (PTX lines)
+#   <stem>.nvdisasm-hex.sass   nvdisasm -c -hex
+#   <stem>.nvdisasm.json       nvdisasm -json
+# and, for binary-input tests, fixtures/compiled/multiarch/:
+#   spin_poll.fatbin           nvcc -fatbin, sm_90a + sm_100a SASS, compute_100a PTX
+#   spin_poll.o                nvcc -c, sm_80 + sm_120 SASS, compute_120 PTX
+# plus fixtures/compiled/TOOLCHAIN.txt with the tool versions.
+set -euo pipefail
+export LC_ALL=C
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+
+if [ -n "${FENCELINT_CUDA_BIN:-}" ]; then
+    bin="$FENCELINT_CUDA_BIN"
+else
+    bin="$(scripts/install-cuda-tools.sh | tail -n 1)"
+fi
+for tool in nvcc ptxas cuobjdump nvdisasm fatbinary; do
+    [ -x "$bin/$tool" ] || { echo "build-fixtures: $tool not found in $bin" >&2; exit 2; }
+done
+export PATH="$bin:$PATH"
+
+# Paths that nvcc writes into .file directives and that must not leak into
+# committed fixtures: the checkout, and the toolchain's include directories
+# (nvcc spells the latter both as <bin>/../include and <root>/include).
+bin_real="$(cd "$bin" && pwd -P)"
+root_real="$(cd "$bin/.." && pwd -P)"
+repo_real="$(pwd -P)"
+
+relativize_ptx() { # in out
+    local in="$1" out="$2"
+    awk -v repo1="$repo/" -v repo2="$repo_real/" \
+        -v inc1="$bin/../include/" -v inc2="$bin_real/../include/" \
+        -v inc3="$root_real/include/" '
+        function swap(s, from, to,    i) {
+            i = index(s, from)
+            if (i > 0) s = substr(s, 1, i - 1) to substr(s, i + length(from))
+            return s
+        }
+        /^[ \t]*\.file[ \t]/ {
+            $0 = swap($0, "\"" repo1, "\"")
+            $0 = swap($0, "\"" repo2, "\"")
+            $0 = swap($0, "\"" inc1, "\"cuda/include/")
+            $0 = swap($0, "\"" inc2, "\"cuda/include/")
+            $0 = swap($0, "\"" inc3, "\"cuda/include/")
+        }
+        { print }' "$in" >"$out"
+    if grep -nE '^[[:space:]]*\.file[[:space:]]+[0-9]+[[:space:]]+"/' "$out" >&2; then
+        echo "build-fixtures: absolute path left in .file of $in" >&2
+        exit 1
+    fi
+}
+
+out_final=fixtures/compiled
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+out="$work/compiled"
+mkdir "$out"
+
+max_cubin=262144
+for src in fixtures/kernels/*.cu; do
+    stem="$(basename "$src" .cu)"
+    archs="$(sed -n 's@^// archs:[[:space:]]*@@p' "$src" | head -n 1)"
+    if [ -z "$archs" ]; then
+        echo "build-fixtures: $src has no '// archs:' line" >&2
+        exit 1
+    fi
+    for arch in $archs; do
+        echo "build-fixtures: $src -> $arch" >&2
+        d="$out/$arch"
+        mkdir -p "$d"
+        nvcc -O3 -ptx -lineinfo -arch="$arch" "$src" -o "$work/$stem.ptx"
+        relativize_ptx "$work/$stem.ptx" "$d/$stem.ptx"
+        rm -f "$work/$stem.ptx"
+        # The cubin is assembled from the committed PTX, so its line table and
+        # its embedded .nv_debug_ptx_txt agree with the .ptx file.
+        (cd "$d" && nvcc -O3 -cubin -lineinfo -arch="$arch" "$stem.ptx" -o "$stem.cubin")
+        size="$(wc -c <"$d/$stem.cubin")"
+        if [ "$size" -gt "$max_cubin" ]; then
+            echo "build-fixtures: $d/$stem.cubin is $size bytes (limit $max_cubin)" >&2
+            exit 1
+        fi
+        (
+            cd "$d"
+            cuobjdump -sass "$stem.cubin" >"$stem.cuobjdump.sass"
+            nvdisasm -c -g "$stem.cubin" >"$stem.nvdisasm.sass"
+            nvdisasm -c -gp "$stem.cubin" >"$stem.nvdisasm-gp.sass"
+            nvdisasm -c -hex "$stem.cubin" >"$stem.nvdisasm-hex.sass"
+            nvdisasm -json "$stem.cubin" >"$stem.nvdisasm.json"
+        )
+    done
+done
+
+# Whole binaries. Built without -lineinfo: with it nvcc embeds absolute
+# paths that cannot be relativized inside an ELF file.
+m="$out/multiarch"
+mkdir -p "$m"
+nvcc -O3 -fatbin \
+    -gencode arch=compute_90a,code=sm_90a \
+    -gencode 'arch=compute_100a,code=[sm_100a,compute_100a]' \
+    fixtures/kernels/spin_poll.cu -o "$m/spin_poll.fatbin"
+nvcc -O3 -c \
+    -gencode arch=compute_80,code=sm_80 \
+    -gencode 'arch=compute_120,code=[sm_120,compute_120]' \
+    fixtures/kernels/spin_poll.cu -o "$work/spin_poll.o"
+# The host object names its temporary source file (tmpxft_<pid>_...) in a
+# local file symbol; zero the pid so the object is reproducible.
+perl -0777 -pe 's/tmpxft_[0-9a-f]{8}_/tmpxft_00000000_/g' "$work/spin_poll.o" >"$m/spin_poll.o"
+(
+    cd "$m"
+    cuobjdump -sass spin_poll.fatbin >spin_poll.fatbin.cuobjdump.sass
+    cuobjdump -sass spin_poll.o >spin_poll.o.cuobjdump.sass
+)
+
+if grep -rl --binary-files=text -e "$repo/" -e "$repo_real/" -e "$root_real" -e "$work" "$out" >&2; then
+    echo "build-fixtures: absolute paths leaked into the files above" >&2
+    exit 1
+fi
+
+{
+    echo "# Toolchain that produced fixtures/compiled (scripts/build-fixtures.sh)"
+    echo
+    echo "## nvcc --version"
+    nvcc --version
+    echo
+    echo "## ptxas --version"
+    ptxas --version
+    echo
+    echo "## cuobjdump --version"
+    cuobjdump --version
+    echo
+    echo "## nvdisasm --version"
+    nvdisasm --version
+    echo
+    echo "## fatbinary --version"
+    fatbinary --version
+    echo
+    echo "## host compiler (used for spin_poll.o only)"
+    "${CXX:-g++}" --version | head -n 1
+} >"$out/TOOLCHAIN.txt"
+
+rm -rf "$out_final"
+cp -R "$out" "$out_final"
+echo "build-fixtures: wrote $out_final ($(du -sh "$out_final" | cut -f1))" >&2
