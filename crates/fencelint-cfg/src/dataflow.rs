@@ -1,0 +1,200 @@
+//! Demand-driven data flow: reaching definitions, backward slices, guarded reachability.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use fencelint_ir::{InstId, InstKind, Reg};
+
+use crate::{BlockId, FunctionAnalysis, Loop};
+
+/// A program point: just before an instruction, or at the start of a block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Point {
+    /// Just after this instruction.
+    After(InstId),
+    /// At the top of this block.
+    BlockStart(BlockId),
+}
+
+/// The definitions of a register that reach a use.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reach {
+    /// Defining instructions, sorted.
+    pub defs: Vec<InstId>,
+    /// Some path from the function entry reaches the use without a definition (a parameter, an
+    /// uninitialised register, or a register the front end could not see defined).
+    pub from_entry: bool,
+}
+
+impl FunctionAnalysis<'_> {
+    /// The definitions of `reg` that reach the use in `at` (searching strictly before `at`).
+    pub fn reaching_defs(&self, at: InstId, reg: Reg) -> Reach {
+        let cfg = &self.cfg;
+        let mut reach = Reach::default();
+        let mut defs = BTreeSet::new();
+        let mut seen = vec![false; cfg.blocks.len()];
+        let mut steps = 0usize;
+
+        // Scan backward from `at` within its block, then through predecessors.
+        let mut work: Vec<(BlockId, Option<InstId>)> = vec![(cfg.block_of(at), Some(at))];
+        while let Some((block, before)) = work.pop() {
+            let ids = cfg.block(block).ids();
+            let mut killed = false;
+            for id in ids.rev() {
+                if before.is_some_and(|b| id >= b) {
+                    continue;
+                }
+                steps += 1;
+                let inst = self.func.inst(id);
+                if inst.defs.contains(&reg) {
+                    defs.insert(id);
+                    if inst.guard.is_none() {
+                        killed = true;
+                        break;
+                    }
+                }
+            }
+            if killed {
+                continue;
+            }
+            if steps > self.budget.walk_steps {
+                self.mark_incomplete();
+                break;
+            }
+            let mut has_pred = false;
+            for pred in cfg.predecessors(block) {
+                has_pred = true;
+                if !std::mem::replace(&mut seen[pred.index()], true) {
+                    work.push((pred, None));
+                }
+            }
+            if !has_pred {
+                reach.from_entry = true;
+            }
+        }
+        reach.defs = defs.into_iter().collect();
+        reach
+    }
+
+    /// The instructions whose results flow into the guard of `branch`, following definitions
+    /// backward through moves and comparisons, staying inside `within` when given. Returns the
+    /// memory-reading instructions found (loads, atomics that return, multimem loads, mbarrier
+    /// waits).
+    pub fn deciding_reads(&self, branch: InstId, within: Option<&Loop>) -> Vec<InstId> {
+        let Some(guard) = self.func.inst(branch).guard else {
+            return Vec::new();
+        };
+        let mut found = BTreeSet::new();
+        let mut visited = BTreeSet::new();
+        let mut queue = VecDeque::from([(branch, guard.reg)]);
+        let mut steps = 0usize;
+        while let Some((at, reg)) = queue.pop_front() {
+            if !visited.insert((at, reg)) {
+                continue;
+            }
+            steps += 1;
+            if steps > self.budget.slice_steps {
+                self.mark_incomplete();
+                break;
+            }
+            for def in self.reaching_defs(at, reg).defs {
+                if within.is_some_and(|l| !l.contains_inst(self, def)) {
+                    continue;
+                }
+                let inst = self.func.inst(def);
+                let is_read = inst.kind.reads_memory()
+                    || matches!(
+                        inst.kind,
+                        InstKind::Mbarrier(fencelint_ir::MbarrierOp::Wait { .. })
+                    );
+                if is_read {
+                    found.insert(def);
+                    continue;
+                }
+                for &used in &inst.uses {
+                    queue.push_back((def, used));
+                }
+            }
+        }
+        found.into_iter().collect()
+    }
+
+    /// Instructions satisfying `is_target` that can execute after `from` on a path that meets no
+    /// instruction satisfying `is_blocker`. A target that is also a blocker is reported and stops
+    /// the path. Returns the targets in text order.
+    pub fn reachable_avoiding(
+        &self,
+        from: Point,
+        is_target: impl Fn(InstId) -> bool,
+        is_blocker: impl Fn(InstId) -> bool,
+    ) -> Vec<InstId> {
+        let cfg = &self.cfg;
+        let mut found = BTreeSet::new();
+        let mut seen = vec![false; cfg.blocks.len()];
+        let mut steps = 0usize;
+        let mut work: Vec<(BlockId, Option<InstId>)> = match from {
+            Point::After(inst) => vec![(cfg.block_of(inst), Some(inst))],
+            Point::BlockStart(block) => {
+                seen[block.index()] = true;
+                vec![(block, None)]
+            }
+        };
+        while let Some((block, after)) = work.pop() {
+            let mut blocked = false;
+            for id in cfg.block(block).ids() {
+                if after.is_some_and(|a| id <= a) {
+                    continue;
+                }
+                steps += 1;
+                if is_target(id) {
+                    found.insert(id);
+                }
+                if is_blocker(id) {
+                    blocked = true;
+                    break;
+                }
+            }
+            if steps > self.budget.walk_steps {
+                self.mark_incomplete();
+                break;
+            }
+            if blocked {
+                continue;
+            }
+            for succ in cfg.successors(block) {
+                if !std::mem::replace(&mut seen[succ.index()], true) {
+                    work.push((succ, None));
+                }
+            }
+        }
+        found.into_iter().collect()
+    }
+
+    /// One path of instructions from `from` to `to` that avoids blockers, for pictures and
+    /// secondary labels. Returns block ids along the path.
+    pub fn path_blocks(&self, from: BlockId, to: BlockId) -> Option<Vec<BlockId>> {
+        let cfg = &self.cfg;
+        let mut parent: Vec<Option<BlockId>> = vec![None; cfg.blocks.len()];
+        let mut seen = vec![false; cfg.blocks.len()];
+        let mut queue = VecDeque::from([from]);
+        seen[from.index()] = true;
+        while let Some(block) = queue.pop_front() {
+            if block == to {
+                let mut path = vec![to];
+                let mut cur = to;
+                while let Some(p) = parent[cur.index()] {
+                    path.push(p);
+                    cur = p;
+                }
+                path.reverse();
+                return Some(path);
+            }
+            for succ in cfg.successors(block) {
+                if !std::mem::replace(&mut seen[succ.index()], true) {
+                    parent[succ.index()] = Some(block);
+                    queue.push_back(succ);
+                }
+            }
+        }
+        None
+    }
+}

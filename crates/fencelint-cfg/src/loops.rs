@@ -1,0 +1,90 @@
+//! Natural loops and their exits.
+
+use std::collections::BTreeSet;
+
+use fencelint_ir::InstId;
+
+use crate::{BlockId, FunctionAnalysis};
+
+/// A natural loop: a header, the blocks that can reach a back edge without passing the header,
+/// and the edges that leave it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Loop {
+    pub header: BlockId,
+    /// Sorted block ids.
+    pub blocks: Vec<BlockId>,
+    /// Sources of back edges to the header.
+    pub latches: Vec<BlockId>,
+    /// Edges `(inside, outside)` that leave the loop, sorted.
+    pub exits: Vec<(BlockId, BlockId)>,
+}
+
+impl Loop {
+    pub fn contains(&self, block: BlockId) -> bool {
+        self.blocks.binary_search(&block).is_ok()
+    }
+
+    pub fn contains_inst(&self, analysis: &FunctionAnalysis<'_>, inst: InstId) -> bool {
+        self.contains(analysis.cfg.block_of(inst))
+    }
+
+    /// All instructions of the loop, in text order.
+    pub fn insts<'a>(
+        &'a self,
+        analysis: &'a FunctionAnalysis<'_>,
+    ) -> impl Iterator<Item = InstId> + 'a {
+        self.blocks.iter().flat_map(|&b| analysis.cfg.block(b).ids())
+    }
+}
+
+pub(crate) fn find_loops(analysis: &FunctionAnalysis<'_>) -> Vec<Loop> {
+    let cfg = &analysis.cfg;
+    let reachable = reachable_from_entry(analysis);
+    let mut by_header: Vec<(BlockId, Vec<BlockId>)> = Vec::new();
+    for (from, to, _) in cfg.edges() {
+        if reachable[from.index()] && analysis.block_dominates(to, from) {
+            match by_header.iter_mut().find(|(h, _)| *h == to) {
+                Some((_, latches)) => latches.push(from),
+                None => by_header.push((to, vec![from])),
+            }
+        }
+    }
+    by_header.sort_by_key(|(h, _)| *h);
+
+    let mut loops = Vec::with_capacity(by_header.len());
+    for (header, latches) in by_header {
+        let mut body = BTreeSet::from([header]);
+        let mut stack: Vec<BlockId> = latches.clone();
+        while let Some(block) = stack.pop() {
+            if body.insert(block) {
+                stack.extend(cfg.predecessors(block).filter(|p| reachable[p.index()]));
+            }
+        }
+        let blocks: Vec<BlockId> = body.into_iter().collect();
+        let mut exits = Vec::new();
+        for &block in &blocks {
+            for succ in cfg.successors(block) {
+                if blocks.binary_search(&succ).is_err() {
+                    exits.push((block, succ));
+                }
+            }
+        }
+        exits.sort();
+        exits.dedup();
+        loops.push(Loop { header, blocks, latches, exits });
+    }
+    loops
+}
+
+fn reachable_from_entry(analysis: &FunctionAnalysis<'_>) -> Vec<bool> {
+    let cfg = &analysis.cfg;
+    let mut seen = vec![false; cfg.blocks.len()];
+    let mut stack = vec![BlockId(0)];
+    while let Some(block) = stack.pop() {
+        if std::mem::replace(&mut seen[block.index()], true) {
+            continue;
+        }
+        stack.extend(cfg.successors(block));
+    }
+    seen
+}

@@ -1,0 +1,230 @@
+//! The dialect-neutral instruction model that every rule reads.
+//!
+//! PTX and SASS are lowered into the same [`Module`] / [`Function`] / [`Inst`] shapes, with the
+//! memory semantics of each instruction classified once ([`InstKind`], [`MemAccess`]). Rules
+//! never see the front ends; dialect facts they need (SASS address, PTX line, target) are fields
+//! here.
+
+mod kinds;
+mod mem;
+
+use std::collections::HashMap;
+use std::fmt;
+
+pub use fencelint_source::{Dialect, FileId, SourceLocation, TextRange};
+pub use kinds::*;
+pub use mem::*;
+
+/// An index into [`Function::insts`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct InstId(pub u32);
+
+impl InstId {
+    pub const fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A register interned per function; [`Function::reg_name`] gives its spelling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Reg(pub u32);
+
+/// One lowered input file.
+#[derive(Clone, Debug, Default)]
+pub struct Module {
+    pub file: Option<FileId>,
+    pub dialect: Option<Dialect>,
+    /// `sm_90a`, from `.target` or the SASS header.
+    pub target: Option<String>,
+    /// The PTX ISA version, from `.version` (for example `9.5`).
+    pub ptx_version: Option<String>,
+    /// The compiler that produced the input, when known (for example `ptxas 13.2.78`).
+    pub producer: Option<String>,
+    pub functions: Vec<Function>,
+}
+
+impl Module {
+    /// The numeric SM version of the target (`sm_90a` gives 90).
+    pub fn sm_version(&self) -> Option<u32> {
+        parse_sm(self.target.as_deref()?)
+    }
+}
+
+/// Parses `sm_90a`, `sm_100f`, `sm_80` into the number.
+pub fn parse_sm(target: &str) -> Option<u32> {
+    let rest = target.trim().strip_prefix("sm_")?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// One kernel (`.entry`, SASS function with `STO_CUDA_ENTRY`) or device function.
+#[derive(Clone, Debug, Default)]
+pub struct Function {
+    pub name: String,
+    pub is_kernel: bool,
+    /// The whole function in the input file.
+    pub range: TextRange,
+    /// Instructions in text order. Non-instruction statements are not kept.
+    pub insts: Vec<Inst>,
+    /// Register names, indexed by [`Reg`].
+    pub regs: Vec<String>,
+    /// Parameter names in declaration order (PTX).
+    pub params: Vec<String>,
+    reg_index: HashMap<String, Reg>,
+}
+
+impl Function {
+    pub fn inst(&self, id: InstId) -> &Inst {
+        &self.insts[id.index()]
+    }
+
+    pub fn ids(&self) -> impl DoubleEndedIterator<Item = InstId> + ExactSizeIterator + '_ {
+        (0..self.insts.len()).map(|i| InstId(i as u32))
+    }
+
+    pub fn reg_name(&self, reg: Reg) -> &str {
+        self.regs.get(reg.0 as usize).map_or("?", String::as_str)
+    }
+
+    /// Interns a register name.
+    pub fn intern_reg(&mut self, name: &str) -> Reg {
+        if let Some(&reg) = self.reg_index.get(name) {
+            return reg;
+        }
+        let reg = Reg(self.regs.len() as u32);
+        self.regs.push(name.to_owned());
+        self.reg_index.insert(name.to_owned(), reg);
+        reg
+    }
+}
+
+/// A guard predicate `@%p1` / `@!P0`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Guard {
+    pub reg: Reg,
+    pub negated: bool,
+}
+
+/// How control leaves an instruction.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Control {
+    /// Branch targets (resolved to instructions). Empty for a non-branch.
+    pub targets: Vec<InstId>,
+    /// Whether execution can continue with the next instruction (false for an unguarded
+    /// `bra`, `ret`, `exit`, `trap`).
+    pub falls_through: bool,
+    /// The instruction ends the thread (`exit`, `ret` from a kernel, `trap`, `EXIT`).
+    pub exits: bool,
+    /// An indirect branch whose targets are not all known.
+    pub indirect: bool,
+}
+
+/// A register value computation that address analysis can see through.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ValueOp {
+    /// `mov`, `cvta`, `cvt` of an address, SASS `MOV`/`IMAD.MOV`: the value of another register.
+    Copy(Reg),
+    /// `add`/`sub` with an immediate, SASS `IADD3 Rd, Rs, imm, RZ`.
+    AddImm(Reg, i64),
+    /// `mapa`: the same shared-memory object in another CTA of the cluster.
+    Mapa(Reg),
+    /// `ld.param [name]`, or the SASS constant-bank slot of a parameter (`c[0x0][0x210]`).
+    Param(String),
+    /// The address of a variable (`mov.u64 %rd1, tile;`, `cvta.shared` of a symbol).
+    SymbolAddr(String),
+    /// A constant.
+    Imm(i64),
+}
+
+/// A memory operand as written: base and constant offset.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AddrBase {
+    Reg(Reg),
+    /// A named variable or parameter (`[flag]`, `[k_param_0]`).
+    Symbol(String),
+    /// An absolute address (`[0x100]`).
+    Absolute,
+    /// Several registers or an unknown form (SASS `[R0+UR4]`).
+    Complex(Vec<Reg>),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Address {
+    pub base: AddrBase,
+    pub offset: i64,
+}
+
+/// One instruction, lowered.
+#[derive(Clone, Debug)]
+pub struct Inst {
+    /// The span of the whole instruction in the input file.
+    pub range: TextRange,
+    /// The opcode as written (`ld.relaxed.gpu.global.u32`, `LDG.E.STRONG.GPU`), for messages.
+    pub opcode: String,
+    pub kind: InstKind,
+    pub guard: Option<Guard>,
+    /// Registers written.
+    pub defs: Vec<Reg>,
+    /// Registers read (including address registers and the guard).
+    pub uses: Vec<Reg>,
+    /// For instructions whose result address analysis can follow.
+    pub value: Option<ValueOp>,
+    /// The memory operand, for memory ops, mbarrier ops, tensormap ops and async copies.
+    pub address: Option<Address>,
+    /// Further address operands (the mbarrier of a `cp.async.bulk`, the tensormap of a TMA op).
+    pub extra_addresses: Vec<(AddressRole, Address)>,
+    pub control: Control,
+    /// The original source location, from `.loc` or `//## File` line info.
+    pub source: Option<SourceLocation>,
+    /// The SASS byte address.
+    pub sass_address: Option<u64>,
+    /// The line of the embedded PTX that produced this SASS instruction (`nvdisasm -gp`).
+    pub ptx_line: Option<u32>,
+}
+
+impl Inst {
+    pub fn new(range: TextRange, opcode: impl Into<String>, kind: InstKind) -> Self {
+        Self {
+            range,
+            opcode: opcode.into(),
+            kind,
+            guard: None,
+            defs: Vec::new(),
+            uses: Vec::new(),
+            value: None,
+            address: None,
+            extra_addresses: Vec::new(),
+            control: Control { falls_through: true, ..Control::default() },
+            source: None,
+            sass_address: None,
+            ptx_line: None,
+        }
+    }
+
+    pub fn mem(&self) -> Option<&MemAccess> {
+        self.kind.mem()
+    }
+
+    pub fn extra_address(&self, role: AddressRole) -> Option<&Address> {
+        self.extra_addresses.iter().find(|(r, _)| *r == role).map(|(_, a)| a)
+    }
+
+    pub fn is_branch(&self) -> bool {
+        !self.control.targets.is_empty() || self.control.indirect
+    }
+}
+
+/// What an extra address operand names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AddressRole {
+    Mbarrier,
+    Tensormap,
+    Source,
+    Destination,
+}
+
+impl fmt::Display for InstId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "i{}", self.0)
+    }
+}

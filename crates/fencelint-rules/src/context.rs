@@ -1,0 +1,121 @@
+//! The context a rule reports through.
+
+use fencelint_cfg::FunctionAnalysis;
+use fencelint_diagnostics::{Diagnostic, Label, Severity};
+use fencelint_ir::{FileId, Inst, InstId, Module, TextRange};
+
+use crate::RuleMeta;
+
+/// What a rule sees for one function: the module, the function's shared analyses, and a sink.
+pub struct FunctionCx<'a> {
+    pub module: &'a Module,
+    pub analysis: &'a FunctionAnalysis<'a>,
+    rule: &'static RuleMeta,
+    severity: Severity,
+    file: FileId,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl<'a> FunctionCx<'a> {
+    pub fn new(
+        module: &'a Module,
+        analysis: &'a FunctionAnalysis<'a>,
+        rule: &'static RuleMeta,
+        severity: Severity,
+    ) -> Self {
+        Self {
+            module,
+            analysis,
+            rule,
+            severity,
+            file: module.file.unwrap_or(FileId(0)),
+            diagnostics: Vec::new(),
+        }
+    }
+
+    pub fn func(&self) -> &'a fencelint_ir::Function {
+        self.analysis.func
+    }
+
+    pub fn inst(&self, id: InstId) -> &'a Inst {
+        self.analysis.func.inst(id)
+    }
+
+    /// A label on an instruction, carrying its SASS address and source location.
+    pub fn label(&self, id: InstId, message: impl Into<String>) -> Label {
+        let inst = self.inst(id);
+        Label::new(self.file, inst.range, message)
+            .with_address(inst.sass_address)
+            .with_source(inst.source.clone())
+    }
+
+    /// Starts a diagnostic whose primary label is on `id`.
+    pub fn report(&mut self, id: InstId, message: impl Into<String>) -> Report<'_, 'a> {
+        let primary = self.label(id, "");
+        self.start(primary, message)
+    }
+
+    /// Starts a diagnostic on an arbitrary range (for findings not tied to one instruction).
+    pub fn report_range(&mut self, range: TextRange, message: impl Into<String>) -> Report<'_, 'a> {
+        let primary = Label::new(self.file, range, "");
+        self.start(primary, message)
+    }
+
+    fn start(&mut self, primary: Label, message: impl Into<String>) -> Report<'_, 'a> {
+        let mut diagnostic = Diagnostic::new(self.rule.name, self.severity, message, primary)
+            .with_kernel(self.analysis.func.name.clone());
+        diagnostic.dialect = self.module.dialect;
+        Report { cx: self, diagnostic: Some(diagnostic) }
+    }
+
+    pub fn into_diagnostics(self) -> Vec<Diagnostic> {
+        self.diagnostics
+    }
+}
+
+/// A diagnostic being built; it is recorded when dropped.
+pub struct Report<'c, 'a> {
+    cx: &'c mut FunctionCx<'a>,
+    diagnostic: Option<Diagnostic>,
+}
+
+impl Report<'_, '_> {
+    fn diag(&mut self) -> &mut Diagnostic {
+        self.diagnostic.as_mut().expect("report is live until dropped")
+    }
+
+    /// Sets the message under the primary label.
+    #[must_use]
+    pub fn primary_label(mut self, message: impl Into<String>) -> Self {
+        self.diag().primary.message = message.into();
+        self
+    }
+
+    /// Adds a label on the other end of the ordering problem.
+    #[must_use]
+    pub fn secondary(mut self, id: InstId, message: impl Into<String>) -> Self {
+        let label = self.cx.label(id, message);
+        self.diag().secondary.push(label);
+        self
+    }
+
+    #[must_use]
+    pub fn note(mut self, note: impl Into<String>) -> Self {
+        self.diag().notes.push(note.into());
+        self
+    }
+
+    #[must_use]
+    pub fn help(mut self, help: impl Into<String>) -> Self {
+        self.diag().help = Some(help.into());
+        self
+    }
+}
+
+impl Drop for Report<'_, '_> {
+    fn drop(&mut self) {
+        if let Some(diagnostic) = self.diagnostic.take() {
+            self.cx.diagnostics.push(diagnostic);
+        }
+    }
+}

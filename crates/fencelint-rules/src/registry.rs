@@ -1,0 +1,30 @@
+//! The single list of rules, kept alphabetical.
+
+use crate::Rule;
+use crate::rules;
+
+static RULES: &[&dyn Rule] = &[&rules::spin_poll_without_acquire::SpinPollWithoutAcquire];
+
+/// Every registered rule, in alphabetical order of name.
+pub fn all_rules() -> &'static [&'static dyn Rule] {
+    RULES
+}
+
+/// The rule called `name`.
+pub fn find_rule(name: &str) -> Option<&'static dyn Rule> {
+    RULES.iter().copied().find(|rule| rule.meta().name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_is_alphabetical_and_unique() {
+        let names: Vec<_> = all_rules().iter().map(|r| r.meta().name).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(names, sorted);
+    }
+}

@@ -1,0 +1,3 @@
+//! One module per rule; the file name is the rule name in snake case.
+
+pub(crate) mod spin_poll_without_acquire;

@@ -1,0 +1,241 @@
+//! `spin-poll-without-acquire`: a spin loop polls a flag with a relaxed, volatile or weak load
+//! and the thread then reads published data with no acquire on the way.
+
+use fencelint_cfg::{FunctionAnalysis, Loop, Point};
+use fencelint_ir::{
+    Barrier, Dialect, FenceKind, Inst, InstId, InstKind, MemAccess, MultimemOp, Scope, Sem, Space,
+};
+
+use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
+
+pub(crate) struct SpinPollWithoutAcquire;
+
+static META: RuleMeta = RuleMeta {
+    name: "spin-poll-without-acquire",
+    category: Category::Correctness,
+    dialects: Dialects::BOTH,
+    min_sm: Some(70),
+    status: Status::Stable { since: "0.1.0" },
+    summary: "a spin loop polls a flag without acquire and then reads the data it guards",
+    doc: include_str!("../../../../rules/spin-poll-without-acquire.md"),
+};
+
+impl Rule for SpinPollWithoutAcquire {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check_function(&self, cx: &mut FunctionCx<'_>) {
+        let analysis = cx.analysis;
+        let mut reported = Vec::new();
+        for lp in analysis.loops() {
+            for poll in polls_of(analysis, lp) {
+                if reported.contains(&poll.load) {
+                    continue;
+                }
+                let reads = unordered_reads(analysis, lp, &poll);
+                let Some(&first) = reads.first() else { continue };
+                reported.push(poll.load);
+                report(cx, &poll, first, reads.len());
+            }
+        }
+    }
+}
+
+/// A load that decides a loop's exit and is not itself an acquire.
+struct Poll {
+    load: InstId,
+    /// The conditional branch that leaves the loop.
+    branch: InstId,
+    /// The exit edge's target block.
+    exit_to: fencelint_cfg::BlockId,
+    /// The scope an acquire must cover.
+    required: Scope,
+    sem: Sem,
+}
+
+/// The polled access of a load-like instruction.
+fn polled_access(inst: &Inst) -> Option<&MemAccess> {
+    match &inst.kind {
+        InstKind::Load(mem) | InstKind::Atomic { mem, returns: true } => Some(mem),
+        InstKind::Multimem { op: MultimemOp::LdReduce, mem } => Some(mem),
+        _ => None,
+    }
+}
+
+fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop) -> Vec<Poll> {
+    let func = analysis.func;
+    let mut polls = Vec::new();
+    for &(from, to) in &lp.exits {
+        let branch = analysis.cfg.block(from).last();
+        if func.inst(branch).guard.is_none() {
+            continue;
+        }
+        let deciders = analysis.deciding_reads(branch, Some(lp));
+        let acquire_poll = deciders.iter().any(|&id| {
+            polled_access(func.inst(id)).is_some_and(|mem| {
+                mem.sem.has_acquire() && mem.scope.is_some_and(|s| s.covers(required_scope(mem)))
+            })
+        });
+        if acquire_poll {
+            continue;
+        }
+        for load in deciders {
+            let Some(mem) = polled_access(func.inst(load)) else { continue };
+            if !mem.space.is_shareable() || mem.non_coherent || mem.sem.has_acquire() {
+                continue;
+            }
+            if !address_is_loop_invariant(analysis, lp, load) {
+                continue;
+            }
+            if acquired_before_branch(analysis, load, branch, required_scope(mem)) {
+                continue;
+            }
+            polls.push(Poll {
+                load,
+                branch,
+                exit_to: to,
+                required: required_scope(mem),
+                sem: mem.sem,
+            });
+        }
+    }
+    polls
+}
+
+/// The scope an acquire after this poll must cover. A volatile or weak poll carries no usable
+/// scope; the producer is taken to be on the same GPU (see the rule's Known problems).
+fn required_scope(mem: &MemAccess) -> Scope {
+    match mem.effective_scope() {
+        Some(scope) => scope.min(Scope::Gpu),
+        None => Scope::Gpu,
+    }
+}
+
+/// A poll reads the same location every iteration: no register in its address is redefined
+/// inside the loop.
+fn address_is_loop_invariant(analysis: &FunctionAnalysis<'_>, lp: &Loop, load: InstId) -> bool {
+    let inst = analysis.func.inst(load);
+    let Some(address) = &inst.address else { return false };
+    let regs: Vec<_> = match &address.base {
+        fencelint_ir::AddrBase::Reg(reg) => vec![*reg],
+        fencelint_ir::AddrBase::Complex(regs) => regs.clone(),
+        fencelint_ir::AddrBase::Symbol(_) | fencelint_ir::AddrBase::Absolute => Vec::new(),
+    };
+    regs.into_iter().all(|reg| {
+        analysis.reaching_defs(load, reg).defs.iter().all(|&def| !lp.contains_inst(analysis, def))
+    })
+}
+
+/// Whether every path from the poll to the exit branch passes an acquire.
+fn acquired_before_branch(
+    analysis: &FunctionAnalysis<'_>,
+    load: InstId,
+    branch: InstId,
+    required: Scope,
+) -> bool {
+    let func = analysis.func;
+    func.ids().any(|id| {
+        is_acquire(analysis, id, load, required)
+            && analysis.dominates(load, id)
+            && id != load
+            && analysis.dominates(id, branch)
+    })
+}
+
+/// Whether `inst` orders later reads after the polled flag read at `required` scope.
+fn is_acquire(analysis: &FunctionAnalysis<'_>, id: InstId, poll: InstId, required: Scope) -> bool {
+    match &analysis.func.inst(id).kind {
+        InstKind::Fence(fence) => {
+            fence.acquires_at(required)
+                || (fence.kind == FenceKind::Plain
+                    && fence.sem.has_acquire()
+                    && fence.scope.is_some_and(|s| s.covers(required)))
+        }
+        InstKind::Barrier(Barrier::CtaSync | Barrier::CtaReduce) => required == Scope::Cta,
+        InstKind::Barrier(Barrier::ClusterWait) => required <= Scope::Cluster,
+        InstKind::Load(mem) | InstKind::Atomic { mem, returns: true } => {
+            mem.sem.has_acquire()
+                && mem.scope.is_some_and(|s| s.covers(required))
+                && same_address(analysis, id, poll)
+        }
+        _ => false,
+    }
+}
+
+fn same_address(analysis: &FunctionAnalysis<'_>, id: InstId, poll: InstId) -> bool {
+    let func = analysis.func;
+    let (Some(a), Some(b)) = (&func.inst(id).address, &func.inst(poll).address) else {
+        return false;
+    };
+    analysis.address_key(id, a).same_as(&analysis.address_key(poll, b))
+}
+
+/// Reads of published memory reachable after the loop exit with no acquire on the way.
+fn unordered_reads(analysis: &FunctionAnalysis<'_>, lp: &Loop, poll: &Poll) -> Vec<InstId> {
+    let func = analysis.func;
+    let flag = func.inst(poll.load).address.as_ref().map(|a| analysis.address_key(poll.load, a));
+    let is_target = |id: InstId| {
+        if lp.contains_inst(analysis, id) && id <= poll.branch {
+            return false;
+        }
+        let inst = func.inst(id);
+        let reads = match &inst.kind {
+            InstKind::Load(mem) => mem.space.is_shareable() && mem.space != Space::Tensor,
+            InstKind::Multimem { op: MultimemOp::LdReduce, .. } => true,
+            _ => false,
+        };
+        if !reads {
+            return false;
+        }
+        let same_flag = match (&flag, &inst.address) {
+            (Some(flag), Some(address)) => analysis.address_key(id, address).same_as(flag),
+            _ => false,
+        };
+        !same_flag
+    };
+    let is_blocker = |id: InstId| is_acquire(analysis, id, poll.load, poll.required);
+    analysis.reachable_avoiding(Point::BlockStart(poll.exit_to), is_target, is_blocker)
+}
+
+fn report(cx: &mut FunctionCx<'_>, poll: &Poll, read: InstId, n_reads: usize) {
+    let dialect = cx.module.dialect.unwrap_or(Dialect::Ptx);
+    let poll_inst = cx.inst(poll.load);
+    let read_inst = cx.inst(read);
+    let kind = match poll.sem {
+        Sem::Weak => "weak",
+        Sem::Volatile => "volatile",
+        Sem::Mmio => "mmio",
+        _ => "relaxed",
+    };
+    let scope = poll.required.as_str();
+    let message = format!(
+        "`{}` reads memory after a spin loop that polls with the {kind} load `{}`, with no acquire in between",
+        read_inst.opcode, poll_inst.opcode
+    );
+    let help = match dialect {
+        Dialect::Ptx => format!(
+            "insert `fence.acq_rel.{scope};` after the loop, or poll with `ld.acquire.{scope}`"
+        ),
+        Dialect::Sass => format!(
+            "poll with `ld.acquire.{scope}` (ptxas then emits `CCTL.IVALL` after the load) or insert `fence.acq_rel.{scope};` after the loop"
+        ),
+    };
+    let mut report = cx
+        .report(read, message)
+        .primary_label("this read is not ordered after the flag")
+        .secondary(poll.load, format!("the flag is polled here with a {kind} load"))
+        .secondary(poll.branch, "the loop exits here")
+        .help(help);
+    if n_reads > 1 {
+        report = report.note(format!("{} more reads after the loop are unordered", n_reads - 1));
+    }
+    if poll.required == Scope::Cta {
+        report = report.note("a `bar.warp.sync` orders only the lanes of one warp");
+    } else {
+        report = report.note(format!(
+            "`bar.warp.sync` and `bar.sync` do not order writes of other CTAs; an acquire at `.{scope}` scope does"
+        ));
+    }
+    drop(report);
+}
