@@ -74,6 +74,10 @@ pub struct Function {
 }
 
 impl Function {
+    pub fn new(name: impl Into<String>, is_kernel: bool, range: TextRange) -> Self {
+        Self { name: name.into(), is_kernel, range, ..Self::default() }
+    }
+
     pub fn inst(&self, id: InstId) -> &Inst {
         &self.insts[id.index()]
     }

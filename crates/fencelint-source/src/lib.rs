@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize};
 pub struct FileId(pub u32);
 
 /// A half-open byte range `start..end` in one file.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct TextRange {
     pub start: u32,
     pub end: u32,
@@ -142,8 +144,7 @@ impl SourceFile {
     /// The byte range of the 0-based line `line`, without its line terminator.
     pub fn line_range(&self, line: usize) -> Option<Range<usize>> {
         let start = *self.line_starts.get(line)? as usize;
-        let mut end =
-            self.line_starts.get(line + 1).map_or(self.text.len(), |&next| next as usize);
+        let mut end = self.line_starts.get(line + 1).map_or(self.text.len(), |&next| next as usize);
         let bytes = self.text.as_bytes();
         while end > start && matches!(bytes[end - 1], b'\n' | b'\r') {
             end -= 1;

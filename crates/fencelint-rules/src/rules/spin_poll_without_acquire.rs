@@ -202,15 +202,20 @@ fn report(cx: &mut FunctionCx<'_>, poll: &Poll, read: InstId, n_reads: usize) {
     let dialect = cx.module.dialect.unwrap_or(Dialect::Ptx);
     let poll_inst = cx.inst(poll.load);
     let read_inst = cx.inst(read);
-    let kind = match poll.sem {
+    let strength = match poll.sem {
         Sem::Weak => "weak",
         Sem::Volatile => "volatile",
         Sem::Mmio => "mmio",
         _ => "relaxed",
     };
+    let kind = if matches!(poll_inst.kind, InstKind::Atomic { .. }) {
+        format!("{strength} atomic")
+    } else {
+        format!("{strength} load")
+    };
     let scope = poll.required.as_str();
     let message = format!(
-        "`{}` reads memory after a spin loop that polls with the {kind} load `{}`, with no acquire in between",
+        "`{}` reads memory after a spin loop that polls with the {kind} `{}`, with no acquire in between",
         read_inst.opcode, poll_inst.opcode
     );
     let help = match dialect {
@@ -224,7 +229,7 @@ fn report(cx: &mut FunctionCx<'_>, poll: &Poll, read: InstId, n_reads: usize) {
     let mut report = cx
         .report(read, message)
         .primary_label("this read is not ordered after the flag")
-        .secondary(poll.load, format!("the flag is polled here with a {kind} load"))
+        .secondary(poll.load, format!("the flag is polled here with a {kind}"))
         .secondary(poll.branch, "the loop exits here")
         .help(help);
     if n_reads > 1 {

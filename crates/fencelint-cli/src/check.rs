@@ -1,0 +1,200 @@
+//! `fencelint check`: lint inputs, render the findings, choose the exit code.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::{Args, ValueEnum};
+use fencelint_diagnostics::{Diagnostic, Label, Severity, codes};
+use fencelint_linter::{LintOutput, RuleSelection, Settings};
+use fencelint_source::{FileId, SourceDb, TextRange};
+use rayon::prelude::*;
+
+use crate::inputs::{self, InputPath};
+use crate::render;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Format {
+    /// Source snippets with labels (the default on a terminal).
+    Rich,
+    /// One line a finding: `file:line:col: severity[rule]: message`.
+    Short,
+    /// One JSON document (see docs/json-output.md).
+    Json,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum FailLevel {
+    Note,
+    Warning,
+    Error,
+    /// Findings never fail the run (input errors still do).
+    Never,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct CheckArgs {
+    /// Files or directories to lint.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub color: ColorChoice,
+    /// Enable only these rules or categories (comma-separated; `all` for every rule).
+    #[arg(long, value_delimiter = ',')]
+    pub select: Vec<String>,
+    /// Disable these rules or categories (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub ignore: Vec<String>,
+    /// The lowest severity that makes the exit code 1.
+    #[arg(long, value_enum, default_value = "warning")]
+    pub fail_level: FailLevel,
+    /// No summary line on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+pub(crate) fn run(args: &CheckArgs) -> ExitCode {
+    let started = Instant::now();
+    let settings =
+        match (RuleSelection { select: args.select.clone(), ignore: args.ignore.clone() })
+            .apply(Settings::default())
+        {
+            Ok(settings) => settings,
+            Err(err) => {
+                eprintln!("error: {err}");
+                return ExitCode::from(2);
+            }
+        };
+
+    let (paths, problems) = inputs::collect(&args.paths);
+    let mut db = SourceDb::new();
+    let mut diagnostics = Vec::new();
+    for problem in &problems {
+        let file = db.add(problem.path.display().to_string(), String::new());
+        diagnostics.push(input_error(file, 0, &problem.message));
+    }
+
+    let read: Vec<_> = paths.par_iter().map(inputs::read).collect();
+    let mut jobs = Vec::new();
+    let mut n_files = 0usize;
+    for (input, read) in paths.iter().zip(read) {
+        if read.kind.is_none() && read.fatal.is_none() {
+            continue; // a `.json` found in a directory that is not disassembly
+        }
+        n_files += 1;
+        let file = db.add(display_path(input), read.text);
+        if let Some((at, message)) = read.fatal {
+            diagnostics.push(input_error(file, at, &message));
+            continue;
+        }
+        if let Some((at, message)) = read.warning {
+            diagnostics.push(input_error(file, at, &message));
+        }
+        if let Some(kind) = read.kind {
+            jobs.push((file, kind));
+        }
+    }
+
+    let outputs: Vec<LintOutput> = jobs
+        .par_iter()
+        .map(|&(file, kind)| {
+            fencelint_linter::lint_text(file, db.file(file).text(), kind, &settings)
+        })
+        .collect();
+    let mut n_kernels = 0usize;
+    for output in outputs {
+        n_kernels += output.functions;
+        diagnostics.extend(output.diagnostics);
+    }
+    fencelint_diagnostics::sort(&mut diagnostics);
+
+    let format = args.format.unwrap_or(if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        Format::Rich
+    } else {
+        Format::Short
+    });
+    let color = match args.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::io::IsTerminal::is_terminal(&std::io::stdout())
+                && std::env::var_os("NO_COLOR").is_none()
+        }
+    };
+    let rendered = match format {
+        Format::Rich => render::rich(&db, &diagnostics, color),
+        Format::Short => render::short(&db, &diagnostics),
+        Format::Json => render::json(&db, &diagnostics),
+    };
+    let mut stdout = std::io::stdout().lock();
+    if let Err(err) = stdout.write_all(rendered.as_bytes()).and_then(|()| stdout.flush()) {
+        if err.kind() == std::io::ErrorKind::BrokenPipe {
+            return ExitCode::SUCCESS;
+        }
+        eprintln!("error: cannot write output: {err}");
+        return ExitCode::from(2);
+    }
+
+    let errored = diagnostics.iter().any(|d| is_input_failure(d));
+    let count = |s: Severity| diagnostics.iter().filter(|d| d.severity == s).count();
+    if !args.quiet {
+        eprintln!(
+            "fencelint: {n_files} file{}, {n_kernels} function{}: {} error{}, {} warning{}, {} note{} in {:.2}s",
+            plural(n_files),
+            plural(n_kernels),
+            count(Severity::Error),
+            plural(count(Severity::Error)),
+            count(Severity::Warning),
+            plural(count(Severity::Warning)),
+            count(Severity::Note),
+            plural(count(Severity::Note)),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    if errored {
+        return ExitCode::from(2);
+    }
+    let threshold = match args.fail_level {
+        FailLevel::Note => Some(Severity::Note),
+        FailLevel::Warning => Some(Severity::Warning),
+        FailLevel::Error => Some(Severity::Error),
+        FailLevel::Never => None,
+    };
+    let failed = threshold.is_some_and(|t| diagnostics.iter().any(|d| d.severity >= t));
+    if failed { ExitCode::from(1) } else { ExitCode::SUCCESS }
+}
+
+/// Input, parse and internal errors make the exit code 2.
+fn is_input_failure(diagnostic: &Diagnostic) -> bool {
+    matches!(
+        diagnostic.rule.as_str(),
+        codes::INPUT_ERROR | codes::PARSE_ERROR | codes::INTERNAL_ERROR
+    )
+}
+
+fn input_error(file: FileId, at: u32, message: &str) -> Diagnostic {
+    Diagnostic::new(
+        codes::INPUT_ERROR,
+        Severity::Error,
+        message.to_owned(),
+        Label::new(file, TextRange::empty(at), ""),
+    )
+}
+
+fn display_path(input: &InputPath) -> String {
+    input.path.display().to_string()
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}

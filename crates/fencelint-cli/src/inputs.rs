@@ -1,0 +1,170 @@
+//! Finding inputs on disk and reading them into text, with a clear error for anything unreadable.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use fencelint_linter::InputKind;
+
+/// Extensions searched for when a directory is given.
+const TEXT_EXTENSIONS: &[&str] = &["ptx", "sass", "json"];
+
+/// An input path and whether the user named it directly.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct InputPath {
+    pub path: PathBuf,
+    pub explicit: bool,
+}
+
+/// A problem with an input that is not a diagnostic in its text.
+#[derive(Debug, Clone)]
+pub(crate) struct InputProblem {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+/// Expands files and directories into a sorted, de-duplicated list of inputs.
+pub(crate) fn collect(paths: &[PathBuf]) -> (Vec<InputPath>, Vec<InputProblem>) {
+    let mut out = BTreeSet::new();
+    let mut problems = Vec::new();
+    for path in paths {
+        match fs::metadata(path) {
+            Ok(meta) if meta.is_dir() => {
+                let mut visited = BTreeSet::new();
+                walk(path, &mut out, &mut problems, &mut visited);
+            }
+            Ok(_) => {
+                out.insert(InputPath { path: path.clone(), explicit: true });
+            }
+            Err(err) => problems.push(InputProblem {
+                path: path.clone(),
+                message: format!("cannot read `{}`: {err}", path.display()),
+            }),
+        }
+    }
+    (out.into_iter().collect(), problems)
+}
+
+fn walk(
+    dir: &Path,
+    out: &mut BTreeSet<InputPath>,
+    problems: &mut Vec<InputProblem>,
+    visited: &mut BTreeSet<PathBuf>,
+) {
+    // Symlink loops end here: a directory is entered once, by its canonical path.
+    let Ok(canonical) = fs::canonicalize(dir) else {
+        problems.push(InputProblem {
+            path: dir.to_path_buf(),
+            message: format!("cannot resolve directory `{}`", dir.display()),
+        });
+        return;
+    };
+    if !visited.insert(canonical) {
+        return;
+    }
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) => {
+            problems.push(InputProblem {
+                path: dir.to_path_buf(),
+                message: format!("cannot read directory `{}`: {err}", dir.display()),
+            });
+            return;
+        }
+    };
+    let mut children: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    children.sort();
+    for child in children {
+        match fs::metadata(&child) {
+            Ok(meta) if meta.is_dir() => walk(&child, out, problems, visited),
+            Ok(_) => {
+                let ext = child.extension().and_then(|e| e.to_str()).unwrap_or("");
+                if TEXT_EXTENSIONS.contains(&ext) {
+                    out.insert(InputPath { path: child, explicit: false });
+                }
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// A file read into text, with what is wrong with it.
+pub(crate) struct ReadInput {
+    pub text: String,
+    pub kind: Option<InputKind>,
+    /// An error that stops the file from being linted (the text is then empty or partial).
+    pub fatal: Option<(u32, String)>,
+    /// An error that is reported while the file is still linted (invalid UTF-8).
+    pub warning: Option<(u32, String)>,
+}
+
+/// Reads one input and decides what it is.
+pub(crate) fn read(input: &InputPath) -> ReadInput {
+    let bytes = match fs::read(&input.path) {
+        Ok(bytes) => bytes,
+        Err(err) => {
+            return ReadInput {
+                text: String::new(),
+                kind: None,
+                fatal: Some((0, format!("cannot read file: {err}"))),
+                warning: None,
+            };
+        }
+    };
+    classify(&input.path, &bytes, input.explicit)
+}
+
+pub(crate) fn classify(path: &Path, bytes: &[u8], explicit: bool) -> ReadInput {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    if bytes.is_empty() {
+        return ReadInput {
+            text: String::new(),
+            kind: None,
+            fatal: Some((0, "empty file: expected PTX or SASS text".to_owned())),
+            warning: None,
+        };
+    }
+    if let Some(nul) = memchr_nul(bytes) {
+        let what = if bytes.starts_with(b"\x7fELF") {
+            "an ELF binary (cubin, `.o` or `.so`)"
+        } else {
+            "binary data"
+        };
+        let text = String::from_utf8_lossy(&bytes[..nul]).into_owned();
+        return ReadInput {
+            text,
+            kind: None,
+            fatal: Some((
+                u32::try_from(nul).unwrap_or(u32::MAX),
+                format!("not PTX or SASS text: the file holds {what} (NUL byte at offset {nul})"),
+            )),
+            warning: None,
+        };
+    }
+    let (text, warning) = match String::from_utf8(bytes.to_vec()) {
+        Ok(text) => (text, None),
+        Err(err) => {
+            let at = err.utf8_error().valid_up_to();
+            let text = String::from_utf8_lossy(bytes).into_owned();
+            let message = format!(
+                "invalid UTF-8 at byte {at}; the invalid bytes were replaced and the rest was linted"
+            );
+            (text, Some((u32::try_from(at).unwrap_or(u32::MAX), message)))
+        }
+    };
+    let kind = fencelint_linter::detect(&text).or_else(|| (ext == "ptx").then_some(InputKind::Ptx));
+    let fatal = match kind {
+        Some(_) => None,
+        None if explicit || ext != "json" => Some((
+            0,
+            "not recognised as PTX, `cuobjdump -sass`, `nvdisasm` text or `nvdisasm -json` output"
+                .to_owned(),
+        )),
+        None => None,
+    };
+    ReadInput { text, kind, fatal, warning }
+}
+
+fn memchr_nul(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == 0)
+}

@@ -1,0 +1,79 @@
+//! The `fencelint` command-line program: reads inputs, runs the linter, renders diagnostics and
+//! sets the exit code. The only crate that does IO.
+
+#![allow(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
+
+mod check;
+mod inputs;
+mod render;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "fencelint",
+    version,
+    about = "A static memory-ordering linter for NVIDIA GPU kernels"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Lint PTX and SASS files (directories are searched recursively).
+    Check(check::CheckArgs),
+    /// List the rules: name, category, default level, dialects.
+    Rules,
+    /// Print the documentation of a rule.
+    Explain {
+        /// The rule name, for example `spin-poll-without-acquire`.
+        name: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let code = if err.use_stderr() { 2 } else { 0 };
+            let _ = err.print();
+            return ExitCode::from(code);
+        }
+    };
+    match cli.command {
+        Command::Check(args) => check::run(&args),
+        Command::Rules => {
+            print_rules();
+            ExitCode::SUCCESS
+        }
+        Command::Explain { name } => match fencelint_rules::find_rule(&name) {
+            Some(rule) => {
+                let _ = std::io::stdout().write_all(rule.meta().doc.as_bytes());
+                ExitCode::SUCCESS
+            }
+            None => {
+                eprintln!("error: unknown rule `{name}` (see `fencelint rules`)");
+                ExitCode::from(2)
+            }
+        },
+    }
+}
+
+fn print_rules() {
+    let mut out = String::new();
+    out.push_str(&format!("{:<34} {:<12} {:<8} {}\n", "name", "category", "default", "dialects"));
+    for rule in fencelint_rules::all_rules() {
+        let meta = rule.meta();
+        let level = meta.default_severity().map_or("off", |s| s.as_str());
+        out.push_str(&format!(
+            "{:<34} {:<12} {:<8} {}\n",
+            meta.name, meta.category, level, meta.dialects
+        ));
+    }
+    let _ = std::io::stdout().write_all(out.as_bytes());
+}

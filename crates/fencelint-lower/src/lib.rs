@@ -1,0 +1,76 @@
+//! Lowering: PTX and SASS syntax trees in, [`fencelint_ir::Module`]s out.
+//!
+//! This is the only crate that knows both the front ends and the IR. The classification of PTX
+//! opcodes lives in [`ptx`]; the SASS semantics table lives in [`sass`].
+
+pub mod ptx;
+pub mod sass;
+
+use fencelint_diagnostics::{Diagnostic, Label, Severity, codes};
+use fencelint_ir::Module;
+use fencelint_source::{FileId, TextRange};
+
+/// What kind of text an input is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputKind {
+    Ptx,
+    Sass(fencelint_sass::SassFormat),
+}
+
+impl InputKind {
+    pub const fn dialect(self) -> fencelint_source::Dialect {
+        match self {
+            Self::Ptx => fencelint_source::Dialect::Ptx,
+            Self::Sass(_) => fencelint_source::Dialect::Sass,
+        }
+    }
+}
+
+/// Recognises PTX and the SASS formats from the content.
+pub fn detect(text: &str) -> Option<InputKind> {
+    if let Some(format) = fencelint_sass::detect(text) {
+        return Some(InputKind::Sass(format));
+    }
+    looks_like_ptx(text).then_some(InputKind::Ptx)
+}
+
+fn looks_like_ptx(text: &str) -> bool {
+    let head = &text[..text.len().min(64 * 1024)];
+    let head = &head[..head.floor_char_boundary(head.len())];
+    head.contains(".version")
+        || head.contains(".entry")
+        || head.contains(".target")
+        || head.contains(".func")
+}
+
+/// Lowered modules and the front end's diagnostics (parse errors).
+#[derive(Debug, Default)]
+pub struct Lowered {
+    pub modules: Vec<Module>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Parses and lowers one text. Ranges are shifted by `base` (for texts that are a slice of a
+/// larger file).
+pub fn lower(file: FileId, text: &str, kind: InputKind, base: u32) -> Lowered {
+    match kind {
+        InputKind::Ptx => ptx::lower_text(file, text, base),
+        InputKind::Sass(format) => sass::lower_text(file, text, format, base),
+    }
+}
+
+/// A `parse-error` diagnostic.
+pub(crate) fn parse_error(
+    file: FileId,
+    range: TextRange,
+    message: &str,
+    dialect: fencelint_source::Dialect,
+) -> Diagnostic {
+    Diagnostic::new(
+        codes::PARSE_ERROR,
+        Severity::Error,
+        message.to_owned(),
+        Label::new(file, range, "not understood"),
+    )
+    .with_dialect(dialect)
+}

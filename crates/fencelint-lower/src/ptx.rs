@@ -1,0 +1,686 @@
+//! PTX lowering: the classification of PTX opcodes into the IR, with the ISA's defaults applied.
+//!
+//! Modifiers come in any order; classification looks at the set of tokens, never at positions
+//! (except that a compound opcode's leading words decide its family).
+
+use std::collections::{HashMap, HashSet};
+
+use fencelint_diagnostics::Diagnostic;
+use fencelint_ir::{
+    AddrBase, Address, AddressRole, AsyncOp, Barrier, BulkDir, Control, Fence, FenceKind, Function,
+    Guard, Inst, InstId, InstKind, MbarrierOp, MemAccess, Module, MultimemOp, Proxy, Scope, Sem,
+    SourceLocation, Space, Tcgen05Op, TensormapOp, ValueOp, WgmmaOp,
+};
+use fencelint_ptx as ast;
+use fencelint_source::{Dialect, FileId};
+
+use crate::Lowered;
+
+/// Parses PTX text and lowers it.
+pub fn lower_text(file: FileId, text: &str, base: u32) -> Lowered {
+    let parsed = ast::parse(text);
+    let mut diagnostics: Vec<Diagnostic> = parsed
+        .errors
+        .iter()
+        .map(|e| crate::parse_error(file, e.range.shifted(base), &e.message, Dialect::Ptx))
+        .collect();
+    let module = lower_module(file, &parsed.value, base);
+    diagnostics.sort_by_key(|d| d.primary.range.start);
+    Lowered { modules: vec![module], diagnostics }
+}
+
+/// Lowers a parsed module.
+pub fn lower_module(file: FileId, module: &ast::Module<'_>, base: u32) -> Module {
+    let files: HashMap<u32, &str> = module.files().map(|f| (f.id, f.name)).collect();
+    let functions = module
+        .functions()
+        .filter(|f| f.body.is_some())
+        .map(|f| lower_function(f, &files, base))
+        .collect();
+    Module {
+        file: Some(file),
+        dialect: Some(Dialect::Ptx),
+        target: module.target().and_then(|t| t.names.first()).map(|s| (*s).to_owned()),
+        ptx_version: module.version().map(|v| v.text.to_owned()),
+        producer: None,
+        functions,
+    }
+}
+
+struct Pending {
+    inst: Inst,
+    /// Label names this instruction branches to, resolved after the whole body is read.
+    targets: Vec<String>,
+}
+
+fn lower_function(func: &ast::Function<'_>, files: &HashMap<u32, &str>, base: u32) -> Function {
+    let mut out = Function::new(func.name, func.is_kernel(), func.range.shifted(base));
+    out.params = func.param_names().map(ToOwned::to_owned).collect();
+    let statements = func.statements();
+
+    // Names declared with `.reg` anywhere in the body are registers, even without `%`.
+    let mut reg_names: HashSet<&str> = HashSet::new();
+    for statement in statements {
+        if let ast::Statement::Decl(decl) = statement
+            && decl.space == "reg"
+        {
+            reg_names.extend(decl.names.iter().map(|n| n.name));
+        }
+    }
+    let is_reg = |name: &str| name.starts_with('%') || reg_names.contains(name);
+
+    let mut labels: HashMap<&str, u32> = HashMap::new();
+    let mut branch_tables: HashMap<&str, Vec<String>> = HashMap::new();
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut loc: Option<SourceLocation> = None;
+    for statement in statements {
+        match statement {
+            ast::Statement::Label(label) => {
+                labels.insert(label.name, pending.len() as u32);
+            }
+            ast::Statement::Loc(l) => {
+                loc = files.get(&l.file).map(|name| SourceLocation {
+                    file: (*name).to_owned(),
+                    line: l.line,
+                    column: l.column,
+                });
+            }
+            ast::Statement::Directive(d) if d.name == "branchtargets" => {
+                if let Some(label) = &d.label {
+                    let names = d.args.iter().filter_map(|a| a.as_name()).map(ToOwned::to_owned);
+                    branch_tables.insert(label.name, names.collect());
+                }
+            }
+            ast::Statement::Instruction(instruction) => {
+                let mut lowered = lower_instruction(&mut out, instruction, &is_reg, base);
+                lowered.inst.source.clone_from(&loc);
+                pending.push(lowered);
+            }
+            ast::Statement::Unknown(unknown) => {
+                let mut inst = Inst::new(
+                    unknown.range.shifted(base),
+                    first_word(unknown.text),
+                    InstKind::Unknown,
+                );
+                inst.source.clone_from(&loc);
+                pending.push(Pending { inst, targets: Vec::new() });
+            }
+            _ => {}
+        }
+    }
+
+    let n = pending.len() as u32;
+    for mut p in pending {
+        let mut names = Vec::new();
+        for target in &p.targets {
+            match branch_tables.get(target.as_str()) {
+                Some(table) => names.extend(table.iter().cloned()),
+                None => names.push(target.clone()),
+            }
+        }
+        for name in names {
+            match labels.get(name.as_str()) {
+                Some(&idx) if idx < n => p.inst.control.targets.push(InstId(idx)),
+                Some(_) => {
+                    // A label after the last instruction: the branch leaves the function.
+                    p.inst.control.exits = true;
+                }
+                None => {}
+            }
+        }
+        p.inst.control.targets.sort();
+        p.inst.control.targets.dedup();
+        out.insts.push(p.inst);
+    }
+    out
+}
+
+fn first_word(text: &str) -> &str {
+    text.split_whitespace().next().unwrap_or("?")
+}
+
+fn lower_instruction(
+    func: &mut Function,
+    instruction: &ast::Instruction<'_>,
+    is_reg: &impl Fn(&str) -> bool,
+    base: u32,
+) -> Pending {
+    let kind = classify(instruction);
+    let mut inst = Inst::new(instruction.range.shifted(base), instruction.opcode, kind);
+    if let Some(guard) = &instruction.guard {
+        let reg = func.intern_reg(guard.register);
+        inst.guard = Some(Guard { reg, negated: guard.negated });
+        inst.uses.push(reg);
+    }
+
+    let operands = &instruction.operands;
+    let has_dest = has_destination(instruction) && !operands.is_empty();
+    for (i, operand) in operands.iter().enumerate() {
+        let mut names = Vec::new();
+        operand.visit_names(&mut |name| {
+            if is_reg(name) {
+                names.push(name);
+            }
+        });
+        for name in names {
+            let reg = func.intern_reg(name);
+            let is_def = has_dest && i == 0 && operand.as_address().is_none();
+            if is_def {
+                inst.defs.push(reg);
+                if instruction.mnemonic() == "wgmma" {
+                    inst.uses.push(reg);
+                }
+            } else {
+                inst.uses.push(reg);
+            }
+        }
+    }
+
+    // Memory operands: the first address is the accessed location.
+    let mut addresses = operands.iter().filter_map(|o| address_of(func, o, is_reg));
+    if touches_memory(&inst.kind) {
+        inst.address = addresses.next();
+        let rest: Vec<Address> = addresses.collect();
+        add_extra_addresses(&mut inst, instruction, rest);
+    }
+
+    inst.value = value_op(func, instruction, is_reg);
+    set_control(&mut inst, instruction);
+    let targets = if matches!(inst.kind, InstKind::Branch) {
+        instruction.target_names().map(ToOwned::to_owned).collect()
+    } else {
+        Vec::new()
+    };
+    Pending { inst, targets }
+}
+
+fn add_extra_addresses(inst: &mut Inst, instruction: &ast::Instruction<'_>, rest: Vec<Address>) {
+    match &inst.kind {
+        InstKind::Async(AsyncOp::BulkTensor { dir, .. }) => {
+            // `[dst], [tmap, {coords}], [mbar]` for loads; `[tmap, {coords}], [src]` for stores.
+            let tensor = instruction.operands.iter().find_map(|o| match &o.kind {
+                ast::OperandKind::TensorAddress(items) => items.first().and_then(|first| {
+                    first
+                        .as_name()
+                        .map(|name| Address { base: AddrBase::Symbol(name.into()), offset: 0 })
+                }),
+                _ => None,
+            });
+            if let Some(map) = tensor {
+                inst.extra_addresses.push((AddressRole::Tensormap, map));
+            }
+            let mut rest = rest.into_iter();
+            if *dir == BulkDir::GlobalToShared {
+                if let Some(mbar) = rest.next_back() {
+                    inst.extra_addresses.push((AddressRole::Mbarrier, mbar));
+                }
+            } else if let Some(src) = rest.next() {
+                inst.extra_addresses.push((AddressRole::Source, src));
+            }
+        }
+        InstKind::Async(AsyncOp::Bulk { dir, .. }) => {
+            let mut rest = rest.into_iter();
+            if let Some(src) = rest.next() {
+                inst.extra_addresses.push((AddressRole::Source, src));
+            }
+            if matches!(dir, BulkDir::GlobalToShared | BulkDir::SharedToShared)
+                && let Some(mbar) = rest.next()
+            {
+                inst.extra_addresses.push((AddressRole::Mbarrier, mbar));
+            }
+        }
+        InstKind::Async(AsyncOp::StAsync | AsyncOp::RedAsync)
+        | InstKind::Tcgen05(Tcgen05Op::Commit) => {
+            if let Some(mbar) = rest.into_iter().next_back() {
+                inst.extra_addresses.push((AddressRole::Mbarrier, mbar));
+            }
+        }
+        InstKind::Async(AsyncOp::CpAsync) => {
+            if let Some(src) = rest.into_iter().next() {
+                inst.extra_addresses.push((AddressRole::Source, src));
+            }
+        }
+        _ => {}
+    }
+}
+
+fn touches_memory(kind: &InstKind) -> bool {
+    matches!(
+        kind,
+        InstKind::Load(_)
+            | InstKind::Store(_)
+            | InstKind::Atomic { .. }
+            | InstKind::Multimem { .. }
+            | InstKind::Mbarrier(_)
+            | InstKind::Async(_)
+            | InstKind::Tensormap(_)
+            | InstKind::Tcgen05(_)
+            | InstKind::Fence(Fence { kind: FenceKind::ProxyTensormapAcquire, .. })
+    )
+}
+
+fn address_of(
+    func: &mut Function,
+    operand: &ast::Operand<'_>,
+    is_reg: &impl Fn(&str) -> bool,
+) -> Option<Address> {
+    let address = operand.as_address()?;
+    let base = match address.base {
+        Some(name) if is_reg(name) => AddrBase::Reg(func.intern_reg(name)),
+        Some(name) => AddrBase::Symbol(name.to_owned()),
+        None => AddrBase::Absolute,
+    };
+    Some(Address { base, offset: address.offset })
+}
+
+fn value_op(
+    func: &mut Function,
+    instruction: &ast::Instruction<'_>,
+    is_reg: &impl Fn(&str) -> bool,
+) -> Option<ValueOp> {
+    let ops = &instruction.operands;
+    let src = ops.get(1)?;
+    let reg_of = |func: &mut Function, op: &ast::Operand<'_>| {
+        op.as_name().filter(|n| is_reg(n)).map(|n| func.intern_reg(n))
+    };
+    match instruction.mnemonic() {
+        "ld" if instruction.has_modifier("param") => {
+            let address = src.as_address()?;
+            address.base.filter(|b| !is_reg(b)).map(|b| ValueOp::Param(b.to_owned()))
+        }
+        "mov" | "cvta" | "cvt" => {
+            if let Some(reg) = reg_of(func, src) {
+                Some(ValueOp::Copy(reg))
+            } else if let Some(value) = src.as_integer() {
+                Some(ValueOp::Imm(value))
+            } else {
+                src.as_name().map(|n| ValueOp::SymbolAddr(n.to_owned()))
+            }
+        }
+        "mapa" => reg_of(func, src).map(ValueOp::Mapa),
+        "add" | "sub" => {
+            let other = ops.get(2)?;
+            let sign = if instruction.mnemonic() == "sub" { -1 } else { 1 };
+            match (reg_of(func, src), other.as_integer()) {
+                (Some(reg), Some(imm)) => Some(ValueOp::AddImm(reg, sign * imm)),
+                _ if sign == 1 => match (src.as_integer(), reg_of(func, other)) {
+                    (Some(imm), Some(reg)) => Some(ValueOp::AddImm(reg, imm)),
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+fn set_control(inst: &mut Inst, instruction: &ast::Instruction<'_>) {
+    let guarded = instruction.guard.is_some();
+    match &inst.kind {
+        InstKind::Branch => {
+            inst.control = Control { falls_through: guarded, ..Control::default() };
+            if instruction.mnemonic() == "brx" {
+                inst.control.indirect = true;
+            }
+        }
+        InstKind::Exit | InstKind::Return => {
+            inst.control = Control { falls_through: guarded, exits: true, ..Control::default() };
+        }
+        _ => {}
+    }
+}
+
+/// Whether the first operand is written.
+fn has_destination(instruction: &ast::Instruction<'_>) -> bool {
+    let t = &instruction.tokens;
+    let second = t.get(1).copied().unwrap_or("");
+    match instruction.mnemonic() {
+        "st" | "red" | "bar" | "barrier" | "fence" | "membar" | "cp" | "tensormap" | "bra"
+        | "brx" | "ret" | "exit" | "trap" | "prefetch" | "prefetchu" | "pmevent" | "nanosleep"
+        | "griddepcontrol" | "setmaxnreg" | "discard" | "applypriority" | "call" | "stmatrix" => {
+            false
+        }
+        "wmma" => second != "store",
+        "mbarrier" => {
+            matches!(second, "arrive" | "arrive_drop" | "test_wait" | "try_wait" | "pending_count")
+        }
+        "multimem" => second == "ld_reduce",
+        "tcgen05" => second == "ld",
+        "wgmma" => second == "mma_async",
+        _ => true,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Classification.
+
+fn sem_of(instruction: &ast::Instruction<'_>) -> Option<Sem> {
+    instruction.modifiers().iter().find_map(|m| match *m {
+        "weak" => Some(Sem::Weak),
+        "relaxed" => Some(Sem::Relaxed),
+        "volatile" => Some(Sem::Volatile),
+        "mmio" => Some(Sem::Mmio),
+        "acquire" => Some(Sem::Acquire),
+        "release" => Some(Sem::Release),
+        "acq_rel" => Some(Sem::AcqRel),
+        "sc" => Some(Sem::Sc),
+        _ => None,
+    })
+}
+
+fn scope_of(instruction: &ast::Instruction<'_>) -> Option<Scope> {
+    instruction.modifiers().iter().find_map(|m| match *m {
+        "cta" => Some(Scope::Cta),
+        "cluster" => Some(Scope::Cluster),
+        "gpu" => Some(Scope::Gpu),
+        "sys" => Some(Scope::Sys),
+        _ => None,
+    })
+}
+
+fn space_of(instruction: &ast::Instruction<'_>) -> Space {
+    instruction
+        .modifiers()
+        .iter()
+        .find_map(|m| match *m {
+            "global" => Some(Space::Global),
+            "shared" | "shared::cta" => Some(Space::SharedCta),
+            "shared::cluster" => Some(Space::SharedCluster),
+            "local" => Some(Space::Local),
+            "param" => Some(Space::Param),
+            "const" => Some(Space::Const),
+            _ => None,
+        })
+        .unwrap_or(Space::Generic)
+}
+
+fn width_of(instruction: &ast::Instruction<'_>) -> (Option<u32>, u8) {
+    let mut width = None;
+    let mut vector = 1;
+    for m in instruction.modifiers() {
+        if let Some(n) = m.strip_prefix('v').and_then(|n| n.parse::<u8>().ok()) {
+            vector = n;
+        } else if ast::is_type_word(m) {
+            width = m.get(1..).and_then(|n| n.parse::<u32>().ok()).or(width);
+        }
+    }
+    (width, vector)
+}
+
+fn mem_access(
+    instruction: &ast::Instruction<'_>,
+    default: Sem,
+    default_scope: Option<Scope>,
+) -> MemAccess {
+    let sem = sem_of(instruction).unwrap_or(default);
+    let scope = match sem {
+        Sem::Weak => None,
+        Sem::Volatile | Sem::Mmio => scope_of(instruction).or(Some(Scope::Sys)),
+        _ => scope_of(instruction).or(default_scope),
+    };
+    let (width, vector) = width_of(instruction);
+    let mut mem = MemAccess::new(space_of(instruction), sem, scope);
+    mem.width = width;
+    mem.vector = vector;
+    mem.non_coherent = instruction.has_modifier("nc");
+    mem
+}
+
+/// Classifies one PTX instruction.
+pub fn classify(instruction: &ast::Instruction<'_>) -> InstKind {
+    let t = &instruction.tokens;
+    let second = t.get(1).copied().unwrap_or("");
+    match instruction.mnemonic() {
+        "ld" | "ldu" => InstKind::Load(mem_access(instruction, Sem::Weak, None)),
+        "st" if second == "async" => InstKind::Async(AsyncOp::StAsync),
+        "st" => InstKind::Store(mem_access(instruction, Sem::Weak, None)),
+        "atom" => InstKind::Atomic {
+            mem: mem_access(instruction, Sem::Relaxed, Some(Scope::Gpu)),
+            returns: true,
+        },
+        "red" if second == "async" => InstKind::Async(AsyncOp::RedAsync),
+        "red" => InstKind::Atomic {
+            mem: mem_access(instruction, Sem::Relaxed, Some(Scope::Gpu)),
+            returns: false,
+        },
+        "multimem" => {
+            let (op, default, scope) = match second {
+                "ld_reduce" => (MultimemOp::LdReduce, Sem::Weak, None),
+                "st" => (MultimemOp::St, Sem::Weak, None),
+                _ => (MultimemOp::Red, Sem::Relaxed, Some(Scope::Sys)),
+            };
+            let mut mem = mem_access(instruction, default, scope);
+            mem.space = Space::Global;
+            InstKind::Multimem { op, mem }
+        }
+        "fence" => InstKind::Fence(classify_fence(instruction)),
+        "membar" => {
+            if instruction.has_modifier("proxy") {
+                InstKind::Fence(Fence {
+                    kind: FenceKind::ProxyAlias,
+                    sem: Sem::Sc,
+                    scope: Some(Scope::Sys),
+                })
+            } else {
+                let scope = match second {
+                    "cta" => Scope::Cta,
+                    "sys" => Scope::Sys,
+                    _ => Scope::Gpu,
+                };
+                InstKind::Fence(Fence { kind: FenceKind::Plain, sem: Sem::Sc, scope: Some(scope) })
+            }
+        }
+        "bar" | "barrier" => classify_barrier(instruction),
+        "mbarrier" => classify_mbarrier(instruction),
+        "cp" => classify_cp(instruction),
+        "tensormap" => InstKind::Tensormap(if second == "replace" {
+            TensormapOp::Replace
+        } else {
+            TensormapOp::CpFenceproxy
+        }),
+        "tcgen05" => classify_tcgen05(instruction),
+        "wgmma" => InstKind::Wgmma(match second {
+            "fence" => WgmmaOp::Fence,
+            "commit_group" => WgmmaOp::Commit,
+            "wait_group" => WgmmaOp::Wait,
+            _ => WgmmaOp::Mma,
+        }),
+        "elect" => InstKind::Elect,
+        "setp" | "set" => InstKind::Compare,
+        "bra" | "brx" => InstKind::Branch,
+        "call" => InstKind::Call,
+        "ret" => InstKind::Return,
+        "exit" | "trap" => InstKind::Exit,
+        "mov" | "cvta" | "cvt" | "add" | "sub" | "mapa" | "selp" | "and" | "or" | "xor" | "not"
+        | "shl" | "shr" | "mul" | "mad" => InstKind::Move,
+        _ => InstKind::Other,
+    }
+}
+
+fn classify_fence(instruction: &ast::Instruction<'_>) -> Fence {
+    let t = &instruction.tokens;
+    let scope = scope_of(instruction);
+    let sem = sem_of(instruction);
+    if instruction.has_modifier("proxy") {
+        let which = t.get(2).copied().unwrap_or("");
+        let kind = if which.starts_with("tensormap") {
+            if sem == Some(Sem::Acquire) {
+                FenceKind::ProxyTensormapAcquire
+            } else {
+                FenceKind::ProxyTensormapRelease
+            }
+        } else if which == "alias" {
+            FenceKind::ProxyAlias
+        } else if which.starts_with("async::")
+            || instruction.modifiers().iter().any(|m| m.starts_with("sync_restrict"))
+        {
+            FenceKind::ProxyAsyncRestricted
+        } else if which == "async" {
+            let space = instruction.modifiers().iter().find_map(|m| match *m {
+                "global" => Some(Space::Global),
+                "shared::cta" | "shared" => Some(Space::SharedCta),
+                "shared::cluster" => Some(Space::SharedCluster),
+                _ => None,
+            });
+            FenceKind::ProxyAsync(space)
+        } else {
+            FenceKind::Plain
+        };
+        let default_sem = if kind == FenceKind::ProxyAlias { Sem::Sc } else { Sem::AcqRel };
+        let scope = scope.or(if kind == FenceKind::ProxyAlias { Some(Scope::Sys) } else { None });
+        return Fence { kind, sem: sem.unwrap_or(default_sem), scope };
+    }
+    if instruction.has_modifier("mbarrier_init") {
+        return Fence {
+            kind: FenceKind::MbarrierInit,
+            sem: Sem::Release,
+            scope: scope.or(Some(Scope::Cluster)),
+        };
+    }
+    if instruction.modifiers().iter().any(|m| m.starts_with("sync_restrict")) {
+        return Fence {
+            kind: FenceKind::SyncRestrictShared,
+            sem: sem.unwrap_or(Sem::AcqRel),
+            scope,
+        };
+    }
+    Fence { kind: FenceKind::Plain, sem: sem.unwrap_or(Sem::AcqRel), scope }
+}
+
+fn classify_barrier(instruction: &ast::Instruction<'_>) -> InstKind {
+    let m = instruction.modifiers();
+    let first = m.first().copied().unwrap_or("");
+    let barrier = match first {
+        "warp" => Barrier::WarpSync,
+        "cluster" => {
+            if instruction.has_modifier("wait") {
+                Barrier::ClusterWait
+            } else {
+                Barrier::ClusterArrive { release: !instruction.has_modifier("relaxed") }
+            }
+        }
+        _ if instruction.has_modifier("arrive") => Barrier::CtaArrive,
+        _ if instruction.has_modifier("red") => Barrier::CtaReduce,
+        _ => Barrier::CtaSync,
+    };
+    InstKind::Barrier(barrier)
+}
+
+fn classify_mbarrier(instruction: &ast::Instruction<'_>) -> InstKind {
+    let second = instruction.tokens.get(1).copied().unwrap_or("");
+    let scope = scope_of(instruction).unwrap_or(Scope::Cta);
+    let remote = instruction.has_modifier("shared::cluster");
+    let op = match second {
+        "init" => MbarrierOp::Init,
+        "inval" => MbarrierOp::Inval,
+        "arrive" | "arrive_drop" => MbarrierOp::Arrive {
+            expect_tx: instruction.has_modifier("expect_tx"),
+            drop: second == "arrive_drop",
+            sem: sem_of(instruction).unwrap_or(Sem::Release),
+            scope,
+            remote,
+        },
+        "expect_tx" => MbarrierOp::ExpectTx,
+        "complete_tx" => MbarrierOp::CompleteTx,
+        "test_wait" | "try_wait" => MbarrierOp::Wait {
+            try_wait: second == "try_wait",
+            parity: instruction.has_modifier("parity"),
+            sem: sem_of(instruction).unwrap_or(Sem::Acquire),
+            scope,
+        },
+        "pending_count" => MbarrierOp::PendingCount,
+        _ => return InstKind::Other,
+    };
+    InstKind::Mbarrier(op)
+}
+
+fn bulk_dir(instruction: &ast::Instruction<'_>) -> BulkDir {
+    let spaces: Vec<&str> = instruction
+        .modifiers()
+        .iter()
+        .copied()
+        .filter(|m| matches!(*m, "global" | "shared::cta" | "shared::cluster" | "shared"))
+        .collect();
+    match spaces.as_slice() {
+        [dst, "global", ..] if dst.starts_with("shared") => BulkDir::GlobalToShared,
+        ["global", src, ..] if src.starts_with("shared") => BulkDir::SharedToGlobal,
+        [a, b, ..] if a.starts_with("shared") && b.starts_with("shared") => BulkDir::SharedToShared,
+        _ => BulkDir::Unknown,
+    }
+}
+
+fn classify_cp(instruction: &ast::Instruction<'_>) -> InstKind {
+    let t = &instruction.tokens;
+    let reduce = t.get(1) == Some(&"reduce");
+    let rest: Vec<&str> = t.iter().skip(if reduce { 2 } else { 1 }).copied().collect();
+    if rest.first() != Some(&"async") {
+        return InstKind::Other;
+    }
+    let op = match rest.get(1).copied().unwrap_or("") {
+        "commit_group" => AsyncOp::CpAsyncCommit,
+        "wait_group" => AsyncOp::CpAsyncWait { pending: pending_count(instruction) },
+        "wait_all" => AsyncOp::CpAsyncWait { pending: Some(0) },
+        "mbarrier" => return InstKind::Mbarrier(MbarrierOp::CpAsyncArrive),
+        "bulk" => match rest.get(2).copied().unwrap_or("") {
+            "commit_group" => AsyncOp::BulkCommit,
+            "wait_group" => AsyncOp::BulkWait {
+                pending: pending_count(instruction),
+                read_only: instruction.has_modifier("read"),
+            },
+            "prefetch" => AsyncOp::BulkPrefetch,
+            "tensor" => AsyncOp::BulkTensor { dir: bulk_dir(instruction), reduce },
+            _ => AsyncOp::Bulk { dir: bulk_dir(instruction), reduce },
+        },
+        _ => AsyncOp::CpAsync,
+    };
+    InstKind::Async(op)
+}
+
+fn pending_count(instruction: &ast::Instruction<'_>) -> Option<u32> {
+    instruction.operands.first()?.as_integer().and_then(|n| u32::try_from(n).ok())
+}
+
+fn classify_tcgen05(instruction: &ast::Instruction<'_>) -> InstKind {
+    let second = instruction.tokens.get(1).copied().unwrap_or("");
+    let op = match second {
+        "alloc" => Tcgen05Op::Alloc,
+        "dealloc" => Tcgen05Op::Dealloc,
+        "relinquish_alloc_permit" => Tcgen05Op::Relinquish,
+        "ld" => Tcgen05Op::Ld,
+        "st" => Tcgen05Op::St,
+        "wait::ld" => Tcgen05Op::WaitLd,
+        "wait::st" => Tcgen05Op::WaitSt,
+        "mma" => Tcgen05Op::Mma,
+        "cp" => Tcgen05Op::Cp,
+        "shift" => Tcgen05Op::Shift,
+        "commit" => Tcgen05Op::Commit,
+        "fence::before_thread_sync" => {
+            return InstKind::Fence(Fence {
+                kind: FenceKind::Tcgen05Before,
+                sem: Sem::Release,
+                scope: None,
+            });
+        }
+        "fence::after_thread_sync" => {
+            return InstKind::Fence(Fence {
+                kind: FenceKind::Tcgen05After,
+                sem: Sem::Acquire,
+                scope: None,
+            });
+        }
+        _ => return InstKind::Other,
+    };
+    InstKind::Tcgen05(op)
+}
+
+/// Marks a bulk-tensor or mbarrier access's proxy; kept here so the table of proxies is in one
+/// place.
+pub fn proxy_of(kind: &InstKind) -> Proxy {
+    match kind {
+        InstKind::Async(AsyncOp::Bulk { .. } | AsyncOp::BulkTensor { .. }) => Proxy::Async,
+        InstKind::Tcgen05(Tcgen05Op::Mma | Tcgen05Op::Cp) | InstKind::Wgmma(WgmmaOp::Mma) => {
+            Proxy::Async
+        }
+        _ => Proxy::Generic,
+    }
+}
