@@ -1,0 +1,96 @@
+//! The SASS front end of fencelint: parsers for `cuobjdump -sass` listings, `nvdisasm` listings
+//! (plain, `-g`, `-gi`, `-gp`, `-hex`, with or without `-c`) and `nvdisasm -json`, all into one
+//! zero-copy syntax tree ([`SassModule`]).
+//!
+//! # Entry points
+//! - [`parse`] recognises the format ([`detect`]) and parses a whole text;
+//!   [`parse_text`] and [`parse_json`] parse a known format.
+//! - [`detect_input`] also recognises PTX, so that a caller can route a file to the right front
+//!   end; [`detect`] answers only for the SASS formats.
+//! - [`FunctionSplitter`] reads a listing from any [`std::io::BufRead`] (a disassembler's pipe)
+//!   and yields one owned [`SassChunk`] per function with its context (architecture, fat-binary
+//!   identifier, name); [`SassChunk::parse`] then parses it, so chunks can be parsed in
+//!   parallel and memory stays bounded by the largest function.
+//!
+//! # Invariants
+//! - **Parsing never fails.** Every function returns [`Parsed`]: the tree plus
+//!   [`ParseError`]s with byte ranges. An instruction line that cannot be read completely is
+//!   kept with [`SassInst::malformed`] set; a line that is not an instruction is reported and
+//!   skipped; a truncated input yields what is complete. No input makes the parser panic, and
+//!   the work is linear in the input (no recursion, no backtracking).
+//! - **Zero copy.** Names, opcodes and operand texts borrow from the input; the only
+//!   allocations are the vectors of functions, instructions, operands and labels.
+//! - **Unknown opcodes and operand shapes are kept** ([`OperandKind::Other`]): new
+//!   architectures add opcodes every year, and meaning is assigned by the lowering, not here.
+//! - **`//` comments are accepted anywhere** in the text listings (fixtures carry
+//!   `// expect: ...` annotations) and never become part of an instruction.
+
+mod ast;
+mod detect;
+mod json;
+mod operand;
+mod split;
+mod text;
+
+use std::fmt;
+
+use fencelint_source::TextRange;
+
+pub use ast::{
+    Address, Arch, ConstBank, ConstOperand, Guard, MemOperand, MemPrefix, Operand, OperandKind,
+    RegFile, RegRef, Register, SassFunction, SassInst, SassLabel, SassModule, SrcLine,
+};
+pub use detect::{DETECT_PREFIX, InputFormat, SassFormat, detect, detect_input};
+pub use split::{FunctionSplitter, SassChunk};
+
+/// A problem found while parsing, with the byte range it concerns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    pub range: TextRange,
+    pub message: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.range, self.message)
+    }
+}
+
+/// A parse result: always a value, and the errors met on the way.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Parsed<T> {
+    pub value: T,
+    pub errors: Vec<ParseError>,
+}
+
+impl<T> Parsed<T> {
+    pub fn is_clean(&self) -> bool {
+        self.errors.is_empty()
+    }
+}
+
+/// Parses a SASS listing of any supported format, recognised from its content.
+///
+/// Text that [`detect`] does not recognise (including PTX) is read as a text listing, which
+/// reports what it cannot read.
+pub fn parse(text: &str) -> Parsed<SassModule<'_>> {
+    match detect(text) {
+        Some(SassFormat::NvdisasmJson) => parse_json(text),
+        Some(format) => text::parse_listing(text, format, text::Context::default()),
+        None => text::parse_listing(text, SassFormat::NvdisasmText, text::Context::default()),
+    }
+}
+
+/// Parses a `cuobjdump -sass` or `nvdisasm` text listing (both share one grammar here).
+pub fn parse_text(text: &str) -> Parsed<SassModule<'_>> {
+    let format = match detect(text) {
+        Some(SassFormat::CuobjdumpText) => SassFormat::CuobjdumpText,
+        _ => SassFormat::NvdisasmText,
+    };
+    text::parse_listing(text, format, text::Context::default())
+}
+
+/// Parses `nvdisasm -json` output.
+pub fn parse_json(text: &str) -> Parsed<SassModule<'_>> {
+    json::parse_json(text)
+}

@@ -1,0 +1,652 @@
+//! Splits an operand list into operands and reads each one, without allocating.
+//!
+//! The same code serves the text listings (`R0, desc[UR4][R2.64] ;`) and nvdisasm JSON
+//! (`"R0,desc[UR4][R2.64]"`). Shapes it does not know become [`OperandKind::Other`].
+
+use fencelint_source::TextRange;
+
+use crate::ast::{
+    Address, ConstBank, ConstOperand, MemOperand, MemPrefix, Operand, OperandKind, RegFile, RegRef,
+    Register,
+};
+
+/// Why [`scan_operands`] stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// At the `;` at this index.
+    Semicolon(usize),
+    /// At a `//` or `/*` comment starting at this index (the `;` is missing).
+    Comment(usize),
+    /// At the end of the text (the `;` is missing in a listing; normal in JSON).
+    End,
+}
+
+/// Reads the operands in `text[from..]` up to the statement's `;`, pushing them to `out`.
+///
+/// `base` is the offset of `text` in the input, for the operand ranges. Operands are separated
+/// by commas or whitespace outside brackets (`RET.REL.NODEC R2 0x0`); two bracket groups with no
+/// word in front (`[R6][R8.64]`, as nvdisasm JSON writes `LDGSTS`) are two operands.
+pub(crate) fn scan_operands<'a>(
+    text: &'a str,
+    from: usize,
+    base: usize,
+    out: &mut Vec<Operand<'a>>,
+) -> Stop {
+    let bytes = text.as_bytes();
+    let mut index = from;
+    let mut token_start: Option<usize> = None;
+    let mut depth = 0u32;
+    let flush = |start: &mut Option<usize>, end: usize, out: &mut Vec<Operand<'a>>| {
+        if let Some(begin) = start.take() {
+            out.push(parse_operand(&text[begin..end], base + begin));
+        }
+    };
+    while index < bytes.len() {
+        let byte = bytes[index];
+        if depth > 0 {
+            match byte {
+                b'[' | b'{' | b'(' => depth += 1,
+                b']' | b'}' | b')' => {
+                    depth -= 1;
+                    if depth == 0
+                        && byte == b']'
+                        && bytes.get(index + 1) == Some(&b'[')
+                        && token_start.is_some_and(|start| bytes[start] == b'[')
+                    {
+                        flush(&mut token_start, index + 1, out);
+                    }
+                }
+                b';' => {
+                    flush(&mut token_start, index, out);
+                    return Stop::Semicolon(index);
+                }
+                _ => {}
+            }
+            index += 1;
+            continue;
+        }
+        match byte {
+            b';' => {
+                flush(&mut token_start, index, out);
+                return Stop::Semicolon(index);
+            }
+            b',' | b' ' | b'\t' => flush(&mut token_start, index, out),
+            b'/' if matches!(bytes.get(index + 1), Some(b'/' | b'*')) => {
+                flush(&mut token_start, index, out);
+                return Stop::Comment(index);
+            }
+            b'[' | b'{' | b'(' => {
+                token_start.get_or_insert(index);
+                depth += 1;
+            }
+            _ => {
+                token_start.get_or_insert(index);
+            }
+        }
+        index += 1;
+    }
+    flush(&mut token_start, bytes.len(), out);
+    Stop::End
+}
+
+/// Reads one operand token (no surrounding whitespace, no separators).
+pub(crate) fn parse_operand(token: &str, offset: usize) -> Operand<'_> {
+    let range = TextRange::from_usize(offset, offset + token.len());
+    let mut operand = Operand {
+        kind: OperandKind::Other(token),
+        range,
+        neg: false,
+        invert: false,
+        abs: false,
+        reuse: false,
+    };
+    let mut text = token;
+    loop {
+        match text.as_bytes().first() {
+            Some(b'-') if !starts_number(&text[1..]) => {
+                operand.neg = true;
+                text = &text[1..];
+            }
+            Some(b'!' | b'~') => {
+                operand.invert = true;
+                text = &text[1..];
+            }
+            Some(b'|') => {
+                let Some(close) = text[1..].find('|') else { return operand };
+                let after = &text[close + 2..];
+                if !after.is_empty() && after != ".reuse" {
+                    return operand;
+                }
+                operand.abs = true;
+                operand.reuse = !after.is_empty();
+                text = &text[1..=close];
+            }
+            _ => break,
+        }
+    }
+    if let Some(stripped) = text.strip_suffix(".reuse") {
+        operand.reuse = true;
+        text = stripped;
+    }
+    operand.kind = parse_kind(text).unwrap_or(OperandKind::Other(text));
+    operand
+}
+
+fn parse_kind(text: &str) -> Option<OperandKind<'_>> {
+    let bytes = text.as_bytes();
+    match *bytes.first()? {
+        b'R' | b'U' | b'P' | b'B' | b'g' if !text.contains('[') => {
+            parse_reg(text).map(OperandKind::Reg)
+        }
+        b'S' => {
+            if text.starts_with("SR_") || text == "SRZ" {
+                Some(OperandKind::Special(text))
+            } else {
+                parse_reg(text).map(OperandKind::Reg)
+            }
+        }
+        b'[' => {
+            let (addr, rest) = parse_bracket(text)?;
+            rest.is_empty().then_some(OperandKind::Mem(MemOperand {
+                prefix: MemPrefix::None,
+                desc: None,
+                addr,
+            }))
+        }
+        b'{' => parse_set(text).map(OperandKind::Set),
+        b'`' => {
+            let name = text.strip_prefix("`(")?.strip_suffix(')')?;
+            Some(OperandKind::Label(name))
+        }
+        b'$' | b'_' | b'.' => Some(OperandKind::Label(text)),
+        b'0'..=b'9' | b'-' | b'+' | b'I' | b'Q' | b'N' => parse_number(text),
+        b'a'..=b'z' => parse_prefixed(text),
+        _ => None,
+    }
+}
+
+/// Whether `text` begins like a numeric immediate (after a `-` sign).
+fn starts_number(text: &str) -> bool {
+    match text.as_bytes().first() {
+        Some(b'0'..=b'9') => true,
+        Some(b'I' | b'Q' | b'N') => matches!(text, "INF" | "QNAN" | "NAN" | "SNAN"),
+        _ => false,
+    }
+}
+
+/// Reads a register name with an optional suffix: `R2.64`, `URZ`, `UP0`, `PT`, `B1`, `SB0`,
+/// `gsb0`, `UR62.B3`.
+pub(crate) fn parse_reg(text: &str) -> Option<RegRef<'_>> {
+    let (name, suffix) = match text.find('.') {
+        Some(dot) => (&text[..dot], &text[dot + 1..]),
+        None => (text, ""),
+    };
+    if !suffix.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
+        || (text.len() > name.len() && suffix.is_empty())
+    {
+        return None;
+    }
+    let special = |file| Some(Register::new(file, Register::SPECIAL));
+    let reg = match name {
+        "RZ" => special(RegFile::R),
+        "URZ" => special(RegFile::UR),
+        "PT" => special(RegFile::P),
+        "UPT" => special(RegFile::UP),
+        "PR" => special(RegFile::PR),
+        "UPR" => special(RegFile::UPR),
+        _ => {
+            let (file, digits) = if let Some(digits) = name.strip_prefix("UR") {
+                (RegFile::UR, digits)
+            } else if let Some(digits) = name.strip_prefix("UP") {
+                (RegFile::UP, digits)
+            } else if let Some(digits) = name.strip_prefix("SB") {
+                (RegFile::SB, digits)
+            } else if let Some(digits) = name.strip_prefix("gsb") {
+                (RegFile::Gsb, digits)
+            } else if let Some(digits) = name.strip_prefix('R') {
+                (RegFile::R, digits)
+            } else if let Some(digits) = name.strip_prefix('P') {
+                (RegFile::P, digits)
+            } else if let Some(digits) = name.strip_prefix('B') {
+                (RegFile::B, digits)
+            } else {
+                return None;
+            };
+            let index = parse_small(digits)?;
+            Some(Register::new(file, index))
+        }
+    }?;
+    Some(RegRef { reg, suffix })
+}
+
+/// Reads up to four decimal digits.
+fn parse_small(digits: &str) -> Option<u16> {
+    if digits.is_empty() || digits.len() > 4 {
+        return None;
+    }
+    let mut value = 0u16;
+    for byte in digits.bytes() {
+        if !byte.is_ascii_digit() {
+            return None;
+        }
+        value = value * 10 + u16::from(byte - b'0');
+    }
+    Some(value)
+}
+
+/// Reads an integer: `0x1f`, `-0x8`, `12`, `-3`. Hex values above `i64::MAX` wrap.
+pub(crate) fn parse_int(text: &str) -> Option<i64> {
+    let (negative, digits) = match text.as_bytes().first()? {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let magnitude = if let Some(hex) =
+        digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X"))
+    {
+        parse_hex(hex)?
+    } else {
+        if digits.is_empty() || digits.len() > 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        digits.parse::<u64>().ok()?
+    };
+    #[allow(clippy::cast_possible_wrap)]
+    let value = magnitude as i64;
+    Some(if negative { value.wrapping_neg() } else { value })
+}
+
+/// Reads 1 to 16 hex digits.
+pub(crate) fn parse_hex(digits: &str) -> Option<u64> {
+    if digits.is_empty() || digits.len() > 16 {
+        return None;
+    }
+    let mut value = 0u64;
+    for byte in digits.bytes() {
+        let digit = match byte {
+            b'0'..=b'9' => byte - b'0',
+            b'a'..=b'f' => byte - b'a' + 10,
+            b'A'..=b'F' => byte - b'A' + 10,
+            _ => return None,
+        };
+        value = (value << 4) | u64::from(digit);
+    }
+    Some(value)
+}
+
+fn parse_number(text: &str) -> Option<OperandKind<'_>> {
+    let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
+    let negative = text.starts_with('-');
+    let special = match unsigned {
+        "INF" => Some(f64::INFINITY),
+        "QNAN" | "NAN" | "SNAN" => Some(f64::NAN),
+        _ => None,
+    };
+    if let Some(value) = special {
+        return Some(OperandKind::Float(if negative { -value } else { value }));
+    }
+    let is_hex = unsigned.starts_with("0x") || unsigned.starts_with("0X");
+    if !is_hex && unsigned.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) {
+        if !unsigned
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+'))
+        {
+            return None;
+        }
+        return text.parse::<f64>().ok().map(OperandKind::Float);
+    }
+    parse_int(text).map(OperandKind::Imm)
+}
+
+/// Reads `[...]` at the start of `text`; returns the address and the text after `]`.
+fn parse_bracket(text: &str) -> Option<(Address<'_>, &str)> {
+    let inner_start = text.strip_prefix('[')?;
+    let close = inner_start.find(']')?;
+    Some((parse_address(&inner_start[..close])?, &inner_start[close + 1..]))
+}
+
+/// Reads the inside of `[...]`: terms joined by `+` (or `-` before an immediate).
+pub(crate) fn parse_address(inner: &str) -> Option<Address<'_>> {
+    let bytes = inner.as_bytes();
+    if bytes.is_empty() {
+        return None;
+    }
+    let mut address = Address::default();
+    let mut index = 0;
+    loop {
+        let mut negative = false;
+        while index < bytes.len() && matches!(bytes[index], b'+' | b'-') {
+            negative ^= bytes[index] == b'-';
+            index += 1;
+        }
+        let start = index;
+        while index < bytes.len() && !matches!(bytes[index], b'+' | b'-') {
+            index += 1;
+        }
+        let term = &inner[start..index];
+        match term.as_bytes().first() {
+            None => return None,
+            Some(b'0'..=b'9') => {
+                let value = parse_int(term)?;
+                let value = if negative { value.wrapping_neg() } else { value };
+                address.offset = address.offset.wrapping_add(value);
+            }
+            Some(_) => {
+                if negative {
+                    return None;
+                }
+                let reg = parse_reg(term)?;
+                if address.base.is_none() {
+                    address.base = Some(reg);
+                } else if address.index.is_none() {
+                    address.index = Some(reg);
+                } else {
+                    return None;
+                }
+            }
+        }
+        if index >= bytes.len() {
+            return Some(address);
+        }
+    }
+}
+
+/// Reads a prefixed memory or constant operand: `c[0x0][0x210]`, `cx[UR4][R0]`,
+/// `desc[UR4][R2.64+0x4]`, `gdesc[UR8]`, `tmem[UR4]`, `idesc[UR5]`.
+fn parse_prefixed(text: &str) -> Option<OperandKind<'_>> {
+    let open = text.find('[')?;
+    let (word, brackets) = text.split_at(open);
+    if !word.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return None;
+    }
+    if word == "c" || word == "cx" {
+        let inner_start = &brackets[1..];
+        let close = inner_start.find(']')?;
+        let bank_text = &inner_start[..close];
+        let bank = match parse_int(bank_text) {
+            Some(bank) => ConstBank::Index(u32::try_from(bank).ok()?),
+            None => ConstBank::Reg(parse_reg(bank_text)?),
+        };
+        let (addr, rest) = parse_bracket(&inner_start[close + 1..])?;
+        let suffix = match rest.strip_prefix('.') {
+            Some(suffix) if !suffix.is_empty() => suffix,
+            _ if rest.is_empty() => "",
+            _ => return None,
+        };
+        return Some(OperandKind::Const(ConstOperand { bank, addr, suffix }));
+    }
+    let prefix = match word {
+        "desc" => MemPrefix::Desc,
+        "gdesc" => MemPrefix::Gdesc,
+        "tmem" => MemPrefix::Tmem,
+        "idesc" => MemPrefix::Idesc,
+        _ => MemPrefix::Other(word),
+    };
+    let (first, rest) = parse_bracket(brackets)?;
+    if rest.is_empty() {
+        return Some(OperandKind::Mem(MemOperand { prefix, desc: None, addr: first }));
+    }
+    let (addr, rest) = parse_bracket(rest)?;
+    if !rest.is_empty() || first.index.is_some() || first.offset != 0 {
+        return None;
+    }
+    Some(OperandKind::Mem(MemOperand { prefix, desc: first.base, addr }))
+}
+
+/// Reads `{5,4,3,2,1,0}` into a bit mask.
+fn parse_set(text: &str) -> Option<u64> {
+    let inner = text.strip_prefix('{')?.strip_suffix('}')?;
+    let mut mask = 0u64;
+    for member in inner.split(',') {
+        let member = member.trim();
+        if member.is_empty() {
+            continue;
+        }
+        let value = parse_int(member)?;
+        if !(0..64).contains(&value) {
+            return None;
+        }
+        mask |= 1 << value;
+    }
+    Some(mask)
+}
+
+#[cfg(test)]
+mod tests {
+    //! Hand-written operand shapes (primer §5.4), one assertion each.
+
+    use super::*;
+
+    fn one(token: &str) -> Operand<'_> {
+        parse_operand(token, 0)
+    }
+
+    fn reg(file: RegFile, index: u16, suffix: &str) -> OperandKind<'_> {
+        OperandKind::Reg(RegRef { reg: Register::new(file, index), suffix })
+    }
+
+    const SPECIAL: u16 = Register::SPECIAL;
+
+    #[test]
+    fn registers_and_suffixes() {
+        assert_eq!(one("R0").kind, reg(RegFile::R, 0, ""));
+        assert_eq!(one("R255").kind, reg(RegFile::R, 255, ""));
+        assert_eq!(one("RZ").kind, reg(RegFile::R, SPECIAL, ""));
+        assert_eq!(one("UR4").kind, reg(RegFile::UR, 4, ""));
+        assert_eq!(one("URZ").kind, reg(RegFile::UR, SPECIAL, ""));
+        assert_eq!(one("R2.64").kind, reg(RegFile::R, 2, "64"));
+        assert_eq!(one("RZ.U32").kind, reg(RegFile::R, SPECIAL, "U32"));
+        assert_eq!(one("UR62.B3").kind, reg(RegFile::UR, 62, "B3"));
+        let reuse = one("R6.reuse");
+        assert_eq!(reuse.kind, reg(RegFile::R, 6, ""));
+        assert!(reuse.reuse);
+        let both = one("R2.64.reuse");
+        assert_eq!(both.kind, reg(RegFile::R, 2, "64"));
+        assert!(both.reuse);
+    }
+
+    #[test]
+    fn decorations() {
+        let neg = one("-R7");
+        assert!(neg.neg);
+        assert_eq!(neg.kind, reg(RegFile::R, 7, ""));
+        let neg_rz = one("-RZ");
+        assert!(neg_rz.neg && neg_rz.reg().unwrap().reg.is_zero());
+        let abs = one("|R3|");
+        assert!(abs.abs && !abs.neg);
+        assert_eq!(abs.kind, reg(RegFile::R, 3, ""));
+        let abs_reuse = one("|R0|.reuse");
+        assert!(abs_reuse.abs && abs_reuse.reuse);
+        let neg_abs = one("-|R4|");
+        assert!(neg_abs.abs && neg_abs.neg);
+        let never = one("!PT");
+        assert!(never.invert);
+        assert_eq!(never.kind, reg(RegFile::P, SPECIAL, ""));
+        let inverted = one("!P0");
+        assert!(inverted.invert);
+        assert_eq!(inverted.kind, reg(RegFile::P, 0, ""));
+        assert!(one("~R2").invert);
+        let neg_const = one("-c[0x0][0x170]");
+        assert!(neg_const.neg);
+        assert!(matches!(neg_const.kind, OperandKind::Const(_)));
+    }
+
+    #[test]
+    fn predicates_barriers_scoreboards() {
+        assert_eq!(one("P0").kind, reg(RegFile::P, 0, ""));
+        assert_eq!(one("PT").kind, reg(RegFile::P, SPECIAL, ""));
+        assert_eq!(one("UP0").kind, reg(RegFile::UP, 0, ""));
+        assert_eq!(one("UPT").kind, reg(RegFile::UP, SPECIAL, ""));
+        assert!(one("!UPT").invert);
+        assert_eq!(one("B0").kind, reg(RegFile::B, 0, ""));
+        assert_eq!(one("SB0").kind, reg(RegFile::SB, 0, ""));
+        assert_eq!(one("gsb0").kind, reg(RegFile::Gsb, 0, ""));
+        assert_eq!(one("PR").kind, reg(RegFile::PR, SPECIAL, ""));
+        assert_eq!(one("UPR").kind, reg(RegFile::UPR, SPECIAL, ""));
+        assert_eq!(one("{5,4,3,2,1,0}").kind, OperandKind::Set(0b11_1111));
+        assert_eq!(one("{}").kind, OperandKind::Set(0));
+    }
+
+    #[test]
+    fn special_registers() {
+        assert_eq!(one("SR_TID.X").kind, OperandKind::Special("SR_TID.X"));
+        assert_eq!(one("SR_CgaCtaId").kind, OperandKind::Special("SR_CgaCtaId"));
+        assert_eq!(one("SRZ").kind, OperandKind::Special("SRZ"));
+    }
+
+    fn mem(token: &str) -> MemOperand<'_> {
+        match parse_operand(token, 0).kind {
+            OperandKind::Mem(mem) => mem,
+            other => panic!("{token}: {other:?}"),
+        }
+    }
+
+    #[allow(clippy::unnecessary_wraps)]
+    fn rr(file: RegFile, index: u16, suffix: &str) -> Option<RegRef<'_>> {
+        Some(RegRef { reg: Register::new(file, index), suffix })
+    }
+
+    #[test]
+    fn memory_operands() {
+        let m = mem("[R0+UR4]");
+        assert_eq!(m.prefix, MemPrefix::None);
+        assert_eq!(
+            (m.addr.base, m.addr.index, m.addr.offset),
+            (rr(RegFile::R, 0, ""), rr(RegFile::UR, 4, ""), 0)
+        );
+        let m = mem("[UR4+0x8]");
+        assert_eq!((m.addr.base, m.addr.index, m.addr.offset), (rr(RegFile::UR, 4, ""), None, 8));
+        let m = mem("[R2.64]");
+        assert_eq!(m.addr.base, rr(RegFile::R, 2, "64"));
+        let m = mem("[RZ.U32+UR4]");
+        assert_eq!(
+            (m.addr.base, m.addr.index),
+            (rr(RegFile::R, SPECIAL, "U32"), rr(RegFile::UR, 4, ""))
+        );
+        let m = mem("[R2.64+0x10]");
+        assert_eq!(m.addr.offset, 0x10);
+        let m = mem("[R0+-0x8]");
+        assert_eq!(m.addr.offset, -8);
+        let m = mem("[R0-0x8]");
+        assert_eq!(m.addr.offset, -8);
+        let m = mem("[R3.X16+UR5]");
+        assert_eq!(m.addr.base, rr(RegFile::R, 3, "X16"));
+        let m = mem("[0x10]");
+        assert_eq!((m.addr.base, m.addr.offset), (None, 0x10));
+        let m = mem("[R0+URZ]");
+        assert_eq!(m.addr.index, rr(RegFile::UR, SPECIAL, ""));
+        assert!(mem("[UR6]").addr.same_registers(&mem("[UR6+0x8]").addr));
+        assert!(!mem("[UR6]").addr.same_location(&mem("[UR6+0x8]").addr));
+        assert!(mem("[R4+URZ]").addr.same_location(&mem("[R4]").addr));
+    }
+
+    #[test]
+    fn descriptors() {
+        let m = mem("desc[UR4][R2.64+0x4]");
+        assert_eq!(m.prefix, MemPrefix::Desc);
+        assert_eq!(m.desc, rr(RegFile::UR, 4, ""));
+        assert_eq!((m.addr.base, m.addr.offset), (rr(RegFile::R, 2, "64"), 4));
+        let m = mem("gdesc[UR8]");
+        assert_eq!((m.prefix, m.addr.base), (MemPrefix::Gdesc, rr(RegFile::UR, 8, "")));
+        let m = mem("tmem[UR4]");
+        assert_eq!((m.prefix, m.addr.base), (MemPrefix::Tmem, rr(RegFile::UR, 4, "")));
+        let m = mem("idesc[UR5]");
+        assert_eq!(m.prefix, MemPrefix::Idesc);
+        let m = mem("smem[UR5+0x10]");
+        assert_eq!(m.prefix, MemPrefix::Other("smem"));
+    }
+
+    fn konst(token: &str) -> ConstOperand<'_> {
+        match parse_operand(token, 0).kind {
+            OperandKind::Const(c) => c,
+            other => panic!("{token}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn constant_banks() {
+        let c = konst("c[0x0][0x210]");
+        assert_eq!((c.bank, c.addr.offset, c.addr.base), (ConstBank::Index(0), 0x210, None));
+        let c = konst("c[0x0][RZ]");
+        assert_eq!(c.addr.base, rr(RegFile::R, SPECIAL, ""));
+        let c = konst("c[0x4][0x8]");
+        assert_eq!(c.bank, ConstBank::Index(4));
+        let c = konst("cx[UR4][R0]");
+        assert_eq!(
+            c.bank,
+            ConstBank::Reg(RegRef { reg: Register::new(RegFile::UR, 4), suffix: "" })
+        );
+        assert_eq!(c.addr.base, rr(RegFile::R, 0, ""));
+        let c = konst("c[0x0][0x160].H0_H0");
+        assert_eq!(c.suffix, "H0_H0");
+    }
+
+    #[test]
+    fn immediates() {
+        assert_eq!(one("0x400").kind, OperandKind::Imm(0x400));
+        assert_eq!(one("0xffffffff").kind, OperandKind::Imm(0xffff_ffff));
+        assert_eq!(one("12").kind, OperandKind::Imm(12));
+        assert_eq!(one("-0x8").kind, OperandKind::Imm(-8));
+        assert_eq!(one("-1").kind, OperandKind::Imm(-1));
+        assert!(!one("-0x8").neg);
+        assert_eq!(one("0.5").kind, OperandKind::Float(0.5));
+        assert_eq!(
+            one("5.9604644775390625e-08").kind,
+            OperandKind::Float(5.960_464_477_539_063e-8)
+        );
+        assert_eq!(
+            one("1.84467440737095516160e+19").kind,
+            OperandKind::Float(1.844_674_407_370_955_2e19)
+        );
+        assert_eq!(one("+INF").kind, OperandKind::Float(f64::INFINITY));
+        assert_eq!(one("INF").kind, OperandKind::Float(f64::INFINITY));
+        assert_eq!(one("-INF").kind, OperandKind::Float(f64::NEG_INFINITY));
+        assert!(matches!(one("-QNAN").kind, OperandKind::Float(v) if v.is_nan()));
+        assert_eq!(one("0xffffffffffffffff").kind, OperandKind::Imm(-1));
+    }
+
+    #[test]
+    fn labels_and_fallback() {
+        assert_eq!(one("`(.L_x_8)").kind, OperandKind::Label(".L_x_8"));
+        assert_eq!(one("`(symbol$with$dollars)").kind, OperandKind::Label("symbol$with$dollars"));
+        assert_eq!(
+            one("$_Z7inlinedPKfPfi$_Z8outlinedf").kind,
+            OperandKind::Label("$_Z7inlinedPKfPfi$_Z8outlinedf")
+        );
+        assert_eq!(one("_Z7inlinedPKfPfi").kind, OperandKind::Label("_Z7inlinedPKfPfi"));
+        assert_eq!(one("2D").kind, OperandKind::Other("2D"));
+        assert_eq!(one("ARRAY_2D").kind, OperandKind::Other("ARRAY_2D"));
+        assert_eq!(one("R2.").kind, OperandKind::Other("R2."));
+        assert_eq!(one("[R0").kind, OperandKind::Other("[R0"));
+        assert_eq!(one("[R0+R1+R2]").kind, OperandKind::Other("[R0+R1+R2]"));
+        assert_eq!(one("|R0").kind, OperandKind::Other("|R0"));
+    }
+
+    fn scan(text: &str) -> (Vec<Operand<'_>>, Stop) {
+        let mut out = Vec::new();
+        let stop = scan_operands(text, 0, 0, &mut out);
+        (out, stop)
+    }
+
+    #[test]
+    fn operand_lists() {
+        let (ops, stop) = scan("R0, desc[UR4][R2.64+0x4] ;  /* 0x0 */");
+        assert_eq!(ops.len(), 2);
+        assert_eq!(stop, Stop::Semicolon(25));
+        assert_eq!(ops[1].range, TextRange::new(4, 24));
+        let (ops, _) = scan("R2 `(_Z13volatile_spinPViPKdPd) ;");
+        assert_eq!(ops.len(), 2);
+        assert_eq!(ops[1].kind, OperandKind::Label("_Z13volatile_spinPViPKdPd"));
+        let (ops, stop) = scan("{5,4,3,2,1,0} ;");
+        assert_eq!((ops.len(), stop), (1, Stop::Semicolon(14)));
+        let (ops, stop) = scan("[R6][R8.64]");
+        assert_eq!((ops.len(), stop), (2, Stop::End));
+        assert_eq!(ops[1].range, TextRange::new(4, 11));
+        let (ops, _) = scan("R6,R0,+INF ");
+        assert_eq!(ops[2].kind, OperandKind::Float(f64::INFINITY));
+        let (ops, stop) = scan("`(.L_x_4);");
+        assert_eq!((ops.len(), stop), (1, Stop::Semicolon(9)));
+        let (ops, stop) = scan("R1, R2 // expect: [rule]");
+        assert_eq!((ops.len(), stop), (2, Stop::Comment(7)));
+    }
+}

@@ -1,0 +1,612 @@
+//! The parser of the text listings: `cuobjdump -sass` and `nvdisasm` (with or without `-c`,
+//! `-g`, `-gi`, `-gp`, `-hex`), and hand-written snippets in either style.
+//!
+//! One pass over the lines, no backtracking. Each line is classified by its first bytes:
+//! `/*0030*/` starts an instruction, `/* 0x` continues its encoding, `//` is a comment (line-info
+//! markers and section separators are comments too), `.` a directive or label, and a few fixed
+//! words start the cuobjdump headers. Lines in data sections are skipped.
+
+use fencelint_source::TextRange;
+
+use crate::ast::{
+    Arch, Guard, OperandKind, RegFile, Register, SassFunction, SassInst, SassLabel, SassModule,
+    SrcLine,
+};
+use crate::operand::{Stop, parse_hex, scan_operands};
+use crate::{ParseError, Parsed, SassFormat};
+
+/// What the parser knows about the cubin around the functions it reads.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Context<'a> {
+    pub(crate) arch: Option<Arch>,
+    pub(crate) binary: Option<&'a str>,
+}
+
+/// Parses a text listing. `context` is what is known from outside the text (for chunks cut by
+/// [`crate::FunctionSplitter`]).
+pub(crate) fn parse_listing<'a>(
+    text: &'a str,
+    format: SassFormat,
+    context: Context<'a>,
+) -> Parsed<SassModule<'a>> {
+    let mut parser = Parser {
+        text,
+        errors: Vec::new(),
+        functions: Vec::new(),
+        context,
+        mode: Mode::Outside,
+        function: None,
+        src_line: None,
+        inlined_at: None,
+        ptx_line: None,
+        last_was_inst: false,
+    };
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    while start < bytes.len() {
+        let newline = text[start..].find('\n').map_or(bytes.len(), |at| start + at);
+        let mut end = newline;
+        if end > start && bytes[end - 1] == b'\r' {
+            end -= 1;
+        }
+        parser.line(start, end);
+        start = newline + 1;
+    }
+    parser.close_function();
+    Parsed {
+        value: SassModule { format, functions: parser.functions, producer: None },
+        errors: parser.errors,
+    }
+}
+
+/// Where the parser is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Before the first function, between cuobjdump functions, or in a cubin header.
+    Outside,
+    /// Inside a function's code.
+    Code,
+    /// Inside a data section, the symbol trailer, or a PTX entry of a fat binary: skipped.
+    Data,
+}
+
+struct FunctionBuilder<'a> {
+    name: &'a str,
+    start: usize,
+    end: usize,
+    instructions: Vec<SassInst<'a>>,
+    labels: Vec<SassLabel<'a>>,
+    /// Labels from this index on wait for the address of the next instruction.
+    pending_labels: usize,
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    errors: Vec<ParseError>,
+    functions: Vec<SassFunction<'a>>,
+    context: Context<'a>,
+    mode: Mode,
+    function: Option<FunctionBuilder<'a>>,
+    src_line: Option<SrcLine<'a>>,
+    inlined_at: Option<SrcLine<'a>>,
+    ptx_line: Option<u32>,
+    /// Whether the previous non-blank line was an instruction (for encoding continuations).
+    last_was_inst: bool,
+}
+
+/// Skips spaces and tabs, eight at a time where possible.
+pub(crate) fn skip_blanks(bytes: &[u8], mut index: usize) -> usize {
+    const SPACES: u64 = u64::from_ne_bytes([b' '; 8]);
+    while let Some(chunk) = bytes.get(index..index + 8) {
+        let word = u64::from_ne_bytes(chunk.try_into().unwrap_or([0; 8]));
+        if word != SPACES {
+            break;
+        }
+        index += 8;
+    }
+    while index < bytes.len() && matches!(bytes[index], b' ' | b'\t') {
+        index += 1;
+    }
+    index
+}
+
+fn trim_end_blanks(bytes: &[u8], from: usize, mut end: usize) -> usize {
+    while end > from && matches!(bytes[end - 1], b' ' | b'\t') {
+        end -= 1;
+    }
+    end
+}
+
+/// The function name of a code section name (`.text.name`), if it is one.
+pub(crate) fn code_section_function(section: &str) -> Option<&str> {
+    section.strip_prefix(".text.").filter(|name| !name.is_empty())
+}
+
+/// The section named by an nvdisasm separator `//----- .text.name -----`, if the line is one.
+pub(crate) fn separator_section(comment: &str) -> Option<&str> {
+    let rest = comment.strip_prefix("//---")?;
+    let name = rest.trim_start_matches('-').trim().trim_end_matches('-').trim_end();
+    Some(name)
+}
+
+/// Whether `line` (trimmed) is a label definition `name:`: one word ending in a colon.
+pub(crate) fn label_name(trimmed: &str) -> Option<&str> {
+    let name = trimmed.strip_suffix(':')?;
+    (!name.is_empty() && !name.bytes().any(|b| b.is_ascii_whitespace() || b == b'"' || b == b','))
+        .then_some(name)
+}
+
+/// Cuts a trailing `//` comment off a non-instruction line.
+fn strip_comment(line: &str) -> &str {
+    line.find("//").map_or(line, |at| &line[..at]).trim_end()
+}
+
+impl<'a> Parser<'a> {
+    fn error(&mut self, start: usize, end: usize, message: impl Into<String>) {
+        self.errors
+            .push(ParseError { range: TextRange::from_usize(start, end), message: message.into() });
+    }
+
+    fn line(&mut self, start: usize, end: usize) {
+        let bytes = self.text.as_bytes();
+        let first = skip_blanks(bytes, start);
+        if first >= end {
+            return;
+        }
+        let end = trim_end_blanks(bytes, first, end);
+        let was_inst = std::mem::replace(&mut self.last_was_inst, false);
+        match bytes[first] {
+            b'/' => match bytes.get(first + 1) {
+                Some(b'*') if bytes.get(first + 2).is_some_and(u8::is_ascii_hexdigit) => {
+                    self.address_line(start, first, end);
+                }
+                Some(b'*') => {
+                    if was_inst && self.mode == Mode::Code {
+                        self.extend_encoding(first, end);
+                        self.last_was_inst = true;
+                    }
+                }
+                Some(b'/') => self.comment(start, first, end),
+                _ => self.other_line(start, first, end),
+            },
+            b'.' => self.dot_line(start, first, end),
+            _ => self.other_line(start, first, end),
+        }
+    }
+
+    /// Marks the current function as reaching `end`.
+    fn touch(&mut self, end: usize) {
+        if self.mode == Mode::Code
+            && let Some(function) = &mut self.function
+        {
+            function.end = end;
+        }
+    }
+
+    fn open_function(&mut self, name: &'a str, start: usize, end: usize) {
+        self.close_function();
+        self.function = Some(FunctionBuilder {
+            name,
+            start,
+            end,
+            instructions: Vec::new(),
+            labels: Vec::new(),
+            pending_labels: 0,
+        });
+        self.mode = Mode::Code;
+        self.src_line = None;
+        self.inlined_at = None;
+        self.ptx_line = None;
+    }
+
+    fn close_function(&mut self) {
+        let Some(mut function) = self.function.take() else { return };
+        let end_address = end_address(&function.instructions);
+        for label in &mut function.labels[function.pending_labels..] {
+            label.address = end_address;
+        }
+        resolve_targets(function.name, &mut function.instructions, &function.labels);
+        self.functions.push(SassFunction {
+            name: function.name,
+            arch: self.context.arch,
+            binary: self.context.binary,
+            range: TextRange::from_usize(function.start, function.end),
+            instructions: function.instructions,
+            labels: function.labels,
+        });
+        if self.mode == Mode::Code {
+            self.mode = Mode::Outside;
+        }
+    }
+
+    /// Makes sure there is a function to add code to (hand-written snippets have no header).
+    fn ensure_function(&mut self, start: usize) {
+        if self.function.is_none() || self.mode != Mode::Code {
+            self.open_function("", start, start);
+        }
+    }
+
+    fn extend_encoding(&mut self, first: usize, end: usize) {
+        let Some(inst) = self.function.as_mut().and_then(|f| f.instructions.last_mut()) else {
+            return;
+        };
+        let range = TextRange::from_usize(first, end);
+        inst.encoding = Some(inst.encoding.map_or(range, |old| old.cover(range)));
+        self.touch(end);
+    }
+
+    fn address_line(&mut self, start: usize, first: usize, end: usize) {
+        let bytes = self.text.as_bytes();
+        let digits_start = first + 2;
+        let mut close = digits_start;
+        while close < end && bytes[close].is_ascii_hexdigit() {
+            close += 1;
+        }
+        let address = parse_hex(&self.text[digits_start..close]);
+        let body = skip_blanks(bytes, (close + 2).min(end));
+        if self.mode == Mode::Data || (body < end && bytes[body] == b'.') {
+            // A data directive (`/*0000*/ .byte 0xff, ...`) or a line in a data section.
+            return;
+        }
+        if bytes.get(close..close + 2) != Some(b"*/") || address.is_none() {
+            self.error(first, end, "malformed address column");
+            return;
+        }
+        self.ensure_function(start);
+        self.instruction(first, body, end, address);
+    }
+
+    /// Parses the instruction text from `body` to `end`; `first` is where its range starts.
+    fn instruction(&mut self, first: usize, body: usize, end: usize, address: Option<u64>) {
+        let text = self.text;
+        let bytes = text.as_bytes();
+        let mut malformed = false;
+        let mut index = body;
+        let mut guard = None;
+        if bytes.get(index) == Some(&b'@') {
+            let guard_end = index
+                + bytes[index..end]
+                    .iter()
+                    .position(|b| matches!(b, b' ' | b'\t'))
+                    .unwrap_or(end - index);
+            if let Some(parsed) = parse_guard(&text[index + 1..guard_end]) {
+                guard = Some(parsed);
+            } else {
+                self.error(
+                    index,
+                    guard_end,
+                    format!("unrecognised predicate `{}`", &text[index..guard_end]),
+                );
+                malformed = true;
+            }
+            index = skip_blanks(bytes, guard_end);
+        }
+        let opcode_start = index;
+        while index < end && !matches!(bytes[index], b' ' | b'\t' | b';') {
+            index += 1;
+        }
+        let opcode = &text[opcode_start..index];
+        if opcode.is_empty() || !bytes[opcode_start].is_ascii_alphabetic() {
+            self.error(first, end, "missing opcode");
+            malformed = true;
+        }
+        let mut operands = Vec::new();
+        let stop = scan_operands(&text[..end], index, 0, &mut operands);
+        let (inst_end, tail) = match stop {
+            Stop::Semicolon(at) => (at + 1, at + 1),
+            Stop::Comment(at) => (trim_end_blanks(bytes, first, at), at),
+            Stop::End => (end, end),
+        };
+        if !matches!(stop, Stop::Semicolon(_)) && !malformed {
+            self.error(first, inst_end, "instruction is not terminated by `;`");
+        }
+        let encoding = self.tail(tail, end);
+        let function = self.function.as_mut().expect("a function is open");
+        let address = address.unwrap_or_else(|| end_address(&function.instructions));
+        for label in &mut function.labels[function.pending_labels..] {
+            label.address = address;
+        }
+        function.pending_labels = function.labels.len();
+        if function.instructions.last().is_some_and(|last| last.address >= address) {
+            self.errors.push(ParseError {
+                range: TextRange::from_usize(first, inst_end),
+                message: format!("address {address:#06x} does not follow the previous instruction"),
+            });
+        }
+        let branch_target = numeric_target(opcode, &operands);
+        let function = self.function.as_mut().expect("a function is open");
+        function.instructions.push(SassInst {
+            address,
+            guard,
+            opcode,
+            operands,
+            range: TextRange::from_usize(first, inst_end),
+            src_line: self.src_line,
+            inlined_at: self.inlined_at,
+            ptx_line: self.ptx_line,
+            branch_target,
+            encoding,
+            malformed,
+        });
+        function.end = end;
+        self.last_was_inst = true;
+    }
+
+    /// Reads what follows the `;`: encoding comments and `//` comments.
+    fn tail(&mut self, from: usize, end: usize) -> Option<TextRange> {
+        let bytes = self.text.as_bytes();
+        let index = skip_blanks(bytes, from);
+        if index >= end {
+            return None;
+        }
+        if bytes[index..end].starts_with(b"//") {
+            return None;
+        }
+        if bytes[index..end].starts_with(b"/*") {
+            let close = self.text[index..end].find("*/").map_or(end, |at| index + at + 2);
+            let after = skip_blanks(bytes, close);
+            if after < end && !bytes[after..end].starts_with(b"//") {
+                self.error(after, end, "unexpected text after the instruction");
+            }
+            let is_encoding = bytes[index + 2..close].contains(&b'x');
+            return is_encoding.then(|| TextRange::from_usize(index, close));
+        }
+        self.error(index, end, "unexpected text after the instruction");
+        None
+    }
+
+    fn comment(&mut self, start: usize, first: usize, end: usize) {
+        let comment = &self.text[first..end];
+        if let Some(marker) = comment.strip_prefix("//##") {
+            self.marker(first, end, marker.trim_start());
+            return;
+        }
+        if let Some(section) = separator_section(comment) {
+            if let Some(name) = code_section_function(section) {
+                self.open_function(name, start, end);
+            } else if section.starts_with('.') || section == "SYMBOLS" {
+                self.close_function();
+                self.mode = Mode::Data;
+            }
+            return;
+        }
+        // Any other comment (`// expect: ...` in fixtures) is ignored.
+        self.touch(end);
+    }
+
+    /// Reads `File "x.cu", line N [inlined at "y.cu", line M]...`.
+    fn marker(&mut self, first: usize, end: usize, marker: &'a str) {
+        if self.mode == Mode::Data {
+            return;
+        }
+        let Some((file, line, mut rest)) =
+            parse_location(marker.strip_prefix("File ").unwrap_or(""))
+        else {
+            self.error(first, end, "unrecognised line-info marker");
+            return;
+        };
+        if file == ".nv_debug_ptx_txt" {
+            self.ptx_line = Some(line);
+        } else {
+            let mut outermost = None;
+            while let Some(next) = rest.trim_start().strip_prefix("inlined at ") {
+                let Some((file, line, after)) = parse_location(next) else {
+                    self.error(first, end, "unrecognised `inlined at` location");
+                    break;
+                };
+                outermost = Some(SrcLine { file, line });
+                rest = after;
+            }
+            self.src_line = Some(SrcLine { file, line });
+            self.inlined_at = outermost;
+        }
+        self.touch(end);
+    }
+
+    fn dot_line(&mut self, start: usize, first: usize, end: usize) {
+        let line = strip_comment(&self.text[first..end]);
+        if let Some(name) = label_name(line) {
+            if self.mode == Mode::Code {
+                let function = self.function.as_mut().expect("code mode has a function");
+                function.labels.push(SassLabel {
+                    name,
+                    address: 0,
+                    range: TextRange::from_usize(first, first + line.len()),
+                });
+                function.end = end;
+            }
+            return;
+        }
+        let (directive, argument) = line.split_once([' ', '\t']).unwrap_or((line, ""));
+        let argument = argument.trim();
+        match directive {
+            ".section" => {
+                let section = argument.split([',', ' ', '\t']).next().unwrap_or("");
+                if let Some(name) = code_section_function(section) {
+                    let same = self.mode == Mode::Code
+                        && self
+                            .function
+                            .as_ref()
+                            .is_some_and(|f| f.name == name && f.instructions.is_empty());
+                    if same {
+                        self.touch(end);
+                    } else {
+                        self.open_function(name, start, end);
+                    }
+                } else {
+                    self.close_function();
+                    self.mode = Mode::Data;
+                }
+            }
+            ".target" => {
+                if let Some(arch) = Arch::parse(argument) {
+                    self.context.arch = Some(arch);
+                }
+                self.touch(end);
+            }
+            _ => self.touch(end),
+        }
+    }
+
+    fn other_line(&mut self, start: usize, first: usize, end: usize) {
+        let text = self.text;
+        let line = &text[first..end];
+        if let Some(name) =
+            line.strip_prefix("Function :").or_else(|| line.strip_prefix("Function:"))
+        {
+            self.open_function(name.trim(), start, end);
+            return;
+        }
+        if line.starts_with("..........") {
+            self.touch(end);
+            self.close_function();
+            self.mode = Mode::Outside;
+            return;
+        }
+        if line.starts_with("Fatbin ") {
+            self.close_function();
+            self.context = Context::default();
+            self.mode =
+                if line.starts_with("Fatbin ptx code") { Mode::Data } else { Mode::Outside };
+            return;
+        }
+        if let Some(arch) = line.strip_prefix("code for ") {
+            self.close_function();
+            self.mode = Mode::Outside;
+            self.context.arch = Arch::parse(arch).or(self.context.arch);
+            return;
+        }
+        if self.mode != Mode::Code {
+            if let Some((key, value)) = line.split_once(" = ")
+                && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b' ')
+            {
+                let value = value.trim();
+                match key.trim() {
+                    "arch" if self.mode == Mode::Outside => {
+                        self.context.arch = Arch::parse(value);
+                    }
+                    "identifier" if self.mode == Mode::Outside => {
+                        self.context.binary = Some(value);
+                    }
+                    _ => {}
+                }
+                return;
+            }
+            if self.mode == Mode::Data || line.bytes().all(|b| b == b'=') || line == "compressed" {
+                return;
+            }
+        }
+        let stripped = strip_comment(line);
+        if let Some(name) = label_name(stripped) {
+            if self.mode == Mode::Code {
+                let function = self.function.as_mut().expect("code mode has a function");
+                function.labels.push(SassLabel {
+                    name,
+                    address: 0,
+                    range: TextRange::from_usize(first, first + stripped.len()),
+                });
+                function.end = end;
+            }
+            return;
+        }
+        let looks_like_inst = line.as_bytes()[0] == b'@' || line.as_bytes()[0].is_ascii_uppercase();
+        if looks_like_inst && stripped.contains(';') {
+            self.ensure_function(start);
+            self.instruction(first, first, end, None);
+            return;
+        }
+        self.error(first, end, "unrecognised line");
+        self.touch(end);
+    }
+}
+
+/// Reads `"file", line N` and returns the rest of the text.
+fn parse_location(text: &str) -> Option<(&str, u32, &str)> {
+    let quoted = text.strip_prefix('"')?;
+    let close = quoted.find('"')?;
+    let file = &quoted[..close];
+    let rest = quoted[close + 1..].strip_prefix(", line ")?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let line = rest[..digits].parse().ok()?;
+    Some((file, line, &rest[digits..]))
+}
+
+/// Reads a guard without its `@`: `P0`, `!P1`, `!PT`, `UP0`, `!UPT`.
+pub(crate) fn parse_guard(text: &str) -> Option<Guard> {
+    let (negated, name) = match text.strip_prefix('!') {
+        Some(name) => (true, name),
+        None => (false, text),
+    };
+    let (uniform, number) = match name.strip_prefix("UP") {
+        Some(number) => (true, number),
+        None => (false, name.strip_prefix('P')?),
+    };
+    let index = match number.as_bytes() {
+        [b'T'] => Register::SPECIAL,
+        [digit] if digit.is_ascii_digit() => u16::from(digit - b'0'),
+        _ => return None,
+    };
+    let file = if uniform { RegFile::UP } else { RegFile::P };
+    Some(Guard { reg: Register::new(file, index), negated, uniform })
+}
+
+/// The address after the last instruction: its address plus the instruction size (16 bytes,
+/// or the step between the last two instructions when that is smaller).
+pub(crate) fn end_address(instructions: &[SassInst<'_>]) -> u64 {
+    match instructions {
+        [] => 0,
+        [.., before, last]
+            if last.address > before.address && last.address - before.address < 16 =>
+        {
+            last.address + (last.address - before.address)
+        }
+        [.., last] => last.address + 16,
+    }
+}
+
+/// The target of a branch written as a number (`BRA 0x200`, `BSSY B0, 0x210`,
+/// `CALL.REL.NOINC 0x2b0`): the last operand of a relative control-flow opcode.
+pub(crate) fn numeric_target(opcode: &str, operands: &[crate::ast::Operand<'_>]) -> Option<u64> {
+    let base = opcode.split_once('.').map_or(opcode, |(base, _)| base);
+    let takes_target = matches!(
+        base,
+        "BRA" | "BSSY" | "CALL" | "JMP" | "SSY" | "PBK" | "PCNT" | "PRET" | "CAL" | "JCAL"
+    );
+    if !takes_target || opcode.split('.').any(|modifier| modifier == "ABS") {
+        return None;
+    }
+    match operands.last()?.kind {
+        OperandKind::Imm(target) => u64::try_from(target).ok(),
+        _ => None,
+    }
+}
+
+/// Resolves `` `(label) `` targets against the function's labels (and its own name).
+pub(crate) fn resolve_targets(
+    name: &str,
+    instructions: &mut [SassInst<'_>],
+    labels: &[SassLabel<'_>],
+) {
+    if !instructions
+        .iter()
+        .any(|inst| inst.operands.iter().any(|op| matches!(op.kind, OperandKind::Label(_))))
+    {
+        return;
+    }
+    let mut sorted: Vec<(&str, u64)> =
+        labels.iter().map(|label| (label.name, label.address)).collect();
+    sorted.sort_unstable();
+    let lookup = |target: &str| match sorted.binary_search_by(|(name, _)| (*name).cmp(target)) {
+        Ok(index) => Some(sorted[index].1),
+        Err(_) => (target == name).then_some(0),
+    };
+    for inst in instructions {
+        if inst.branch_target.is_some() || inst.opcode.starts_with("RET") {
+            continue;
+        }
+        let label = inst.operands.iter().rev().find_map(super::ast::Operand::label);
+        if let Some(label) = label {
+            inst.branch_target = lookup(label);
+        }
+    }
+}
