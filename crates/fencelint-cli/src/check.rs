@@ -145,7 +145,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         return ExitCode::from(2);
     }
 
-    let errored = diagnostics.iter().any(|d| is_input_failure(d));
+    let errored = diagnostics.iter().any(is_input_failure);
     let count = |s: Severity| diagnostics.iter().filter(|d| d.severity == s).count();
     if !args.quiet {
         eprintln!(

@@ -7,6 +7,7 @@ mod check;
 mod inputs;
 mod render;
 
+use std::fmt::Write as _;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -51,29 +52,26 @@ fn main() -> ExitCode {
             print_rules();
             ExitCode::SUCCESS
         }
-        Command::Explain { name } => match fencelint_rules::find_rule(&name) {
-            Some(rule) => {
+        Command::Explain { name } => {
+            if let Some(rule) = fencelint_rules::find_rule(&name) {
                 let _ = std::io::stdout().write_all(rule.meta().doc.as_bytes());
                 ExitCode::SUCCESS
-            }
-            None => {
+            } else {
                 eprintln!("error: unknown rule `{name}` (see `fencelint rules`)");
                 ExitCode::from(2)
             }
-        },
+        }
     }
 }
 
 fn print_rules() {
     let mut out = String::new();
-    out.push_str(&format!("{:<34} {:<12} {:<8} {}\n", "name", "category", "default", "dialects"));
+    let _ = writeln!(out, "{:<34} {:<12} {:<8} dialects", "name", "category", "default");
     for rule in fencelint_rules::all_rules() {
         let meta = rule.meta();
         let level = meta.default_severity().map_or("off", |s| s.as_str());
-        out.push_str(&format!(
-            "{:<34} {:<12} {:<8} {}\n",
-            meta.name, meta.category, level, meta.dialects
-        ));
+        let _ =
+            writeln!(out, "{:<34} {:<12} {:<8} {}", meta.name, meta.category, level, meta.dialects);
     }
     let _ = std::io::stdout().write_all(out.as_bytes());
 }

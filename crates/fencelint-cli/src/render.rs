@@ -1,6 +1,8 @@
 //! Rendering diagnostics: rich (codespan-reporting), short, and JSON. Conversion to codespan
 //! happens only in [`to_codespan`].
 
+use std::fmt::Write as _;
+
 use codespan_reporting::diagnostic as cs;
 use codespan_reporting::term::{self, termcolor};
 use fencelint_diagnostics::{Diagnostic, Label, Severity};
@@ -62,15 +64,16 @@ pub(crate) fn short(db: &SourceDb, diagnostics: &[Diagnostic]) -> String {
     for diagnostic in diagnostics {
         let file = db.file(diagnostic.primary.file);
         let at = file.line_col(diagnostic.primary.range.start);
-        out.push_str(&format!(
-            "{}:{}:{}: {}[{}]: {}\n",
+        let _ = writeln!(
+            out,
+            "{}:{}:{}: {}[{}]: {}",
             file.name(),
             at.line,
             at.column,
             diagnostic.severity,
             diagnostic.rule,
             diagnostic.message
-        ));
+        );
     }
     out
 }

@@ -87,7 +87,8 @@ fn lower_function(func: &ast::Function<'_>, files: &HashMap<u32, &str>, base: u3
             }
             ast::Statement::Directive(d) if d.name == "branchtargets" => {
                 if let Some(label) = &d.label {
-                    let names = d.args.iter().filter_map(|a| a.as_name()).map(ToOwned::to_owned);
+                    let names =
+                        d.args.iter().filter_map(ast::Operand::as_name).map(ToOwned::to_owned);
                     branch_tables.insert(label.name, names.collect());
                 }
             }

@@ -1,0 +1,173 @@
+//! End-to-end tests of the `fencelint` program: exit codes, formats, and bad inputs.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn fencelint(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fencelint"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("run fencelint")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+const BAD: &str = "fixtures/ptx/spin-poll-without-acquire/relaxed_poll.ptx";
+const GOOD: &str = "fixtures/ptx/spin-poll-without-acquire/clean_acquire_poll.ptx";
+
+#[test]
+fn findings_exit_1_and_clean_exit_0() {
+    let bad = fencelint(&["check", "--format", "short", BAD]);
+    assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
+    assert!(stdout(&bad).contains("relaxed_poll.ptx:19:5: error[spin-poll-without-acquire]"));
+    let good = fencelint(&["check", "--format", "short", GOOD]);
+    assert_eq!(good.status.code(), Some(0), "{}", stderr(&good));
+    assert_eq!(stdout(&good), "");
+}
+
+#[test]
+fn fail_level_error_ignores_warnings_and_never_ignores_all() {
+    let never = fencelint(&["check", "--fail-level", "never", BAD]);
+    assert_eq!(never.status.code(), Some(0));
+}
+
+#[test]
+fn json_document_has_version_and_required_fields() {
+    let out = fencelint(&["check", "--format", "json", BAD]);
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("valid JSON");
+    assert_eq!(doc["version"], 1);
+    let d = &doc["diagnostics"][0];
+    assert_eq!(d["rule"], "spin-poll-without-acquire");
+    assert_eq!(d["severity"], "error");
+    assert_eq!(d["kernel"], "k");
+    assert_eq!(d["dialect"], "ptx");
+    assert_eq!(d["span"]["line"], 19);
+    assert_eq!(d["span"]["column"], 5);
+    assert!(d["span"]["start"].as_u64().unwrap() < d["span"]["end"].as_u64().unwrap());
+    assert!(d["message"].as_str().unwrap().contains("ld.relaxed.gpu.global.u32"));
+    assert_eq!(d["related"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn rich_output_shows_the_snippet_and_both_labels() {
+    let out = fencelint(&["check", "--format", "rich", "--color", "never", BAD]);
+    let text = stdout(&out);
+    assert!(text.contains("error[spin-poll-without-acquire]"), "{text}");
+    assert!(text.contains("the flag is polled here with a relaxed load"), "{text}");
+    assert!(text.contains("this read is not ordered after the flag"), "{text}");
+    assert!(text.contains("help: insert `fence.acq_rel.gpu;`"), "{text}");
+}
+
+#[test]
+fn output_is_identical_whatever_the_thread_count() {
+    let run = |threads: &str| {
+        Command::new(env!("CARGO_BIN_EXE_fencelint"))
+            .args(["check", "--format", "json", "fixtures/compiled", "fixtures/ptx"])
+            .env("RAYON_NUM_THREADS", threads)
+            .current_dir(repo())
+            .output()
+            .unwrap()
+            .stdout
+    };
+    assert_eq!(run("1"), run("4"));
+}
+
+#[test]
+fn rules_and_explain() {
+    let rules = fencelint(&["rules"]);
+    assert!(stdout(&rules).contains("spin-poll-without-acquire"));
+    let explain = fencelint(&["explain", "spin-poll-without-acquire"]);
+    assert!(stdout(&explain).starts_with("# spin-poll-without-acquire"));
+    let unknown = fencelint(&["explain", "no-such-rule"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    let bad_select = fencelint(&["check", "--select", "no-such-rule", BAD]);
+    assert_eq!(bad_select.status.code(), Some(2));
+    assert!(stderr(&bad_select).contains("unknown rule or category `no-such-rule`"));
+}
+
+/// Each bad input gets an error naming the file and a location, exit code 2, and the good
+/// input given alongside is still linted.
+fn bad_input(name: &str, bytes: &[u8], expected: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    fs::write(&path, bytes).unwrap();
+    let path = path.to_str().unwrap();
+    let bad = repo().join(BAD);
+    let out = fencelint(&["check", "--format", "short", path, bad.to_str().unwrap()]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(2), "{name}: {text}{}", stderr(&out));
+    let line =
+        text.lines().find(|l| l.starts_with(path)).unwrap_or_else(|| panic!("{name}: {text}"));
+    assert!(line.contains(expected), "{name}: `{line}` should contain `{expected}`");
+    let location = &line[path.len()..];
+    assert!(location.starts_with(':'), "{name}: no line:col in `{line}`");
+    assert!(
+        text.contains("error[spin-poll-without-acquire]"),
+        "{name}: other input not linted\n{text}"
+    );
+}
+
+#[test]
+fn empty_file() {
+    bad_input("empty.ptx", b"", "empty file");
+}
+
+#[test]
+fn binary_garbage_with_a_ptx_name() {
+    let garbage: Vec<u8> =
+        (0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+    bad_input("garbage.ptx", &garbage, "binary data");
+}
+
+#[test]
+fn non_utf8_bytes_in_a_comment_are_reported_and_the_rest_is_linted() {
+    let mut text = fs::read(repo().join(BAD)).unwrap();
+    let at = text.windows(2).position(|w| w == b"//").unwrap() + 2;
+    text.splice(at..at, [0xff, 0xfe]);
+    bad_input("latin1.ptx", &text, "invalid UTF-8");
+}
+
+#[test]
+fn truncated_ptx() {
+    let text = fs::read_to_string(repo().join(BAD)).unwrap();
+    let cut = text.find("setp.eq").unwrap() + 4;
+    bad_input("truncated.ptx", text[..cut].as_bytes(), "parse-error");
+}
+
+#[test]
+fn unbalanced_braces() {
+    let text = fs::read_to_string(repo().join(GOOD)).unwrap().replacen('{', "{ {", 2);
+    bad_input("braces.ptx", text.as_bytes(), "parse-error");
+}
+
+#[test]
+fn a_fifty_megabyte_single_line() {
+    let mut text = b".version 8.5\n.target sm_90a\n.address_size 64\n".to_vec();
+    let statement: &[u8] = b"ld.global.u32 %r1, [%rd1+4]; ] ";
+    while text.len() < 50 << 20 {
+        text.extend(statement);
+    }
+    let started = std::time::Instant::now();
+    bad_input("long.ptx", &text, "parse-error");
+    assert!(started.elapsed().as_secs() < 60, "took {:?}", started.elapsed());
+}
+
+#[test]
+fn a_missing_file_is_reported_and_others_are_linted() {
+    let out = fencelint(&["check", "--format", "short", "does/not/exist.ptx", BAD]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stdout(&out).contains("does/not/exist.ptx:1:1: error[input-error]: cannot read"));
+    assert!(stdout(&out).contains("error[spin-poll-without-acquire]"));
+}
