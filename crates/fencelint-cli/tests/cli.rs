@@ -143,7 +143,7 @@ fn non_utf8_bytes_in_a_comment_are_reported_and_the_rest_is_linted() {
 fn truncated_ptx() {
     let text = fs::read_to_string(repo().join(BAD)).unwrap();
     let cut = text.find("setp.eq").unwrap() + 4;
-    bad_input("truncated.ptx", text[..cut].as_bytes(), "parse-error");
+    bad_input("truncated.ptx", &text.as_bytes()[..cut], "parse-error");
 }
 
 #[test]
