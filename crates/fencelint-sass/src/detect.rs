@@ -97,7 +97,11 @@ fn classify(line: &str) -> Option<InputFormat> {
     {
         return Some(Sass(CuobjdumpText));
     }
-    if line.starts_with("//##") || line.starts_with(".section") || line.starts_with(".elftype") {
+    if line.starts_with("//##")
+        || line.starts_with(".section\t")
+        || line.starts_with(".section ")
+        || line.starts_with(".elftype")
+    {
         return Some(Sass(NvdisasmText));
     }
     if line.starts_with("//") {

@@ -223,7 +223,10 @@ impl<'a> Scanner<'a> {
         match error {
             ScanError::Truncated => self.truncated(self.pos),
             ScanError::Invalid => {
-                let end = (self.pos + 1).min(self.text.len());
+                let mut end = (self.pos + 1).min(self.text.len());
+                while !self.text.is_char_boundary(end) {
+                    end += 1;
+                }
                 self.error(self.pos, end, format!("invalid JSON in {what}"));
             }
         }
@@ -232,9 +235,8 @@ impl<'a> Scanner<'a> {
 
     fn document(&mut self, module: &mut SassModule<'a>) {
         self.skip_ws();
-        if self.peek() == Some(0xef) {
-            // A byte-order mark.
-            self.pos += 3.min(self.text.len());
+        if self.text[self.pos..].starts_with('\u{feff}') {
+            self.pos += '\u{feff}'.len_utf8();
         }
         if !self.eat(b'[') {
             self.error(self.pos, self.text.len(), "expected `[` at the start of nvdisasm JSON");

@@ -512,7 +512,7 @@ fn classify(line: &[u8], function: Option<&str>, has_code: bool) -> Action {
         return Action::Keep;
     }
     if head == b'.' {
-        if rest.starts_with(b".section") {
+        if rest.starts_with(b".section") && rest.get(8).is_some_and(u8::is_ascii_whitespace) {
             let text = String::from_utf8_lossy(rest);
             let argument = text[".section".len()..].trim_start();
             let section = argument.split([',', ' ', '\t', '\r', '\n']).next().unwrap_or("");
@@ -522,7 +522,7 @@ fn classify(line: &[u8], function: Option<&str>, has_code: bool) -> Action {
                 None => Action::EnterData,
             };
         }
-        if rest.starts_with(b".target") {
+        if rest.starts_with(b".target") && rest.get(7).is_some_and(u8::is_ascii_whitespace) {
             let text = String::from_utf8_lossy(&rest[".target".len()..]);
             if let Some(arch) = Arch::parse(text.trim()) {
                 return if function.is_some() { Action::Keep } else { Action::Arch(arch) };

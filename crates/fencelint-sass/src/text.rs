@@ -40,6 +40,7 @@ pub(crate) fn parse_listing<'a>(
         inlined_at: None,
         ptx_line: None,
         last_was_inst: false,
+        inline_pending: false,
     };
     let bytes = text.as_bytes();
     let mut start = 0;
@@ -92,6 +93,8 @@ struct Parser<'a> {
     ptx_line: Option<u32>,
     /// Whether the previous non-blank line was an instruction (for encoding continuations).
     last_was_inst: bool,
+    /// Whether the last marker was an `inlined at` one and no instruction followed it yet.
+    inline_pending: bool,
 }
 
 /// Skips spaces and tabs, eight at a time where possible.
@@ -196,6 +199,7 @@ impl<'a> Parser<'a> {
         self.mode = Mode::Code;
         self.src_line = None;
         self.inlined_at = None;
+        self.inline_pending = false;
         self.ptx_line = None;
     }
 
@@ -330,6 +334,7 @@ impl<'a> Parser<'a> {
         });
         function.end = end;
         self.last_was_inst = true;
+        self.inline_pending = false;
     }
 
     /// Reads what follows the `;`: encoding comments and `//` comments.
@@ -397,8 +402,20 @@ impl<'a> Parser<'a> {
                 outermost = Some(SrcLine { file, line });
                 rest = after;
             }
-            self.src_line = Some(SrcLine { file, line });
-            self.inlined_at = outermost;
+            let location = SrcLine { file, line };
+            // `-gi` writes `A inlined at B` and then `B` for the same instructions: a marker
+            // that continues the chain of the one before (with no instruction between) extends
+            // it instead of replacing it.
+            let continues = self.inline_pending && self.inlined_at == Some(location);
+            if continues {
+                if outermost.is_some() {
+                    self.inlined_at = outermost;
+                }
+            } else {
+                self.src_line = Some(location);
+                self.inlined_at = outermost;
+            }
+            self.inline_pending = self.inlined_at.is_some();
         }
         self.touch(end);
     }
