@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::ast::{Arch, SassFunction, SassInst, SassModule};
-use crate::operand::{Stop, scan_operands};
+use crate::operand::{Stop, claim_symbols, scan_operands};
 use crate::text::{numeric_target, parse_guard, resolve_targets};
 use crate::{ParseError, Parsed, SassFormat};
 
@@ -491,6 +491,7 @@ impl<'a> Scanner<'a> {
                 self.error(at, at + operands.len(), "unexpected `;` or comment in JSON operands");
             }
         }
+        claim_symbols(inst.opcode, &mut inst.operands);
         inst.branch_target = numeric_target(inst.opcode, &inst.operands);
         inst
     }

@@ -160,8 +160,47 @@ fn parse_kind(text: &str) -> Option<OperandKind<'_>> {
         }
         b'$' | b'_' | b'.' => Some(OperandKind::Label(text)),
         b'0'..=b'9' | b'-' | b'+' | b'I' | b'Q' | b'N' => parse_number(text),
-        b'a'..=b'z' => parse_prefixed(text),
+        b'a'..=b'z' if text.contains('[') => parse_prefixed(text),
+        // No SASS keyword is lower case: a bare lower-case word is a symbol (`extern "C"` names
+        // in nvdisasm JSON).
+        b'a'..=b'z' if is_symbol(text) => Some(OperandKind::Label(text)),
         _ => None,
+    }
+}
+
+/// Whether `text` can be a code symbol: letters, digits, `_`, `$`, `.`.
+fn is_symbol(text: &str) -> bool {
+    !text.is_empty()
+        && text.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'.'))
+}
+
+/// In control-flow instructions, a bare word that no other rule claimed is a code symbol
+/// (nvdisasm JSON writes `CALL.REL.NOINC MyKernel$helper`, `RET.REL.NODEC R2,MyKernel`).
+pub(crate) fn claim_symbols(opcode: &str, operands: &mut [Operand<'_>]) {
+    let base = opcode.split_once('.').map_or(opcode, |(base, _)| base);
+    if !matches!(
+        base,
+        "CALL"
+            | "RET"
+            | "BRA"
+            | "BRX"
+            | "JMP"
+            | "JMX"
+            | "BSSY"
+            | "SSY"
+            | "PBK"
+            | "PCNT"
+            | "CAL"
+            | "JCAL"
+    ) {
+        return;
+    }
+    for operand in operands {
+        if let OperandKind::Other(text) = operand.kind {
+            if is_symbol(text) && !operand.neg && !operand.invert && !operand.abs {
+                operand.kind = OperandKind::Label(text);
+            }
+        }
     }
 }
 
@@ -614,6 +653,14 @@ mod tests {
             OperandKind::Label("$_Z7inlinedPKfPfi$_Z8outlinedf")
         );
         assert_eq!(one("_Z7inlinedPKfPfi").kind, OperandKind::Label("_Z7inlinedPKfPfi"));
+        assert_eq!(one("mbar_cta_exchange").kind, OperandKind::Label("mbar_cta_exchange"));
+        assert_eq!(one("MyKernel").kind, OperandKind::Other("MyKernel"));
+        let mut ops = [one("R2"), one("MyKernel")];
+        claim_symbols("RET.REL.NODEC", &mut ops);
+        assert_eq!(ops[1].kind, OperandKind::Label("MyKernel"));
+        let mut ops = [one("ARRAY_2D")];
+        claim_symbols("TEX", &mut ops);
+        assert_eq!(ops[0].kind, OperandKind::Other("ARRAY_2D"));
         assert_eq!(one("2D").kind, OperandKind::Other("2D"));
         assert_eq!(one("ARRAY_2D").kind, OperandKind::Other("ARRAY_2D"));
         assert_eq!(one("R2.").kind, OperandKind::Other("R2."));

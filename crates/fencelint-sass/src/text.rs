@@ -12,7 +12,7 @@ use crate::ast::{
     Arch, Guard, OperandKind, RegFile, Register, SassFunction, SassInst, SassLabel, SassModule,
     SrcLine,
 };
-use crate::operand::{Stop, parse_hex, scan_operands};
+use crate::operand::{Stop, claim_symbols, parse_hex, scan_operands};
 use crate::{ParseError, Parsed, SassFormat};
 
 /// What the parser knows about the cubin around the functions it reads.
@@ -317,6 +317,7 @@ impl<'a> Parser<'a> {
                 message: format!("address {address:#06x} does not follow the previous instruction"),
             });
         }
+        claim_symbols(opcode, &mut operands);
         let branch_target = numeric_target(opcode, &operands);
         let function = self.function.as_mut().expect("a function is open");
         function.instructions.push(SassInst {
