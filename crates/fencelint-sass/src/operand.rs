@@ -196,10 +196,13 @@ pub(crate) fn claim_symbols(opcode: &str, operands: &mut [Operand<'_>]) {
         return;
     }
     for operand in operands {
-        if let OperandKind::Other(text) = operand.kind {
-            if is_symbol(text) && !operand.neg && !operand.invert && !operand.abs {
-                operand.kind = OperandKind::Label(text);
-            }
+        if let OperandKind::Other(text) = operand.kind
+            && is_symbol(text)
+            && !operand.neg
+            && !operand.invert
+            && !operand.abs
+        {
+            operand.kind = OperandKind::Label(text);
         }
     }
 }
