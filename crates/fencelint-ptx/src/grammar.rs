@@ -81,10 +81,9 @@ impl<'a> ParseError<&'a str> for Expected<'a> {
 }
 
 impl<'a> ContextError<&'a str> for Expected<'a> {
+    /// The outer context names the construct better than the lexical piece that failed.
     fn add_context(_input: &'a str, what: &'static str, mut other: Self) -> Self {
-        if other.what.is_empty() {
-            other.what = what;
-        }
+        other.what = what;
         other
     }
 }
@@ -297,8 +296,11 @@ fn expression(i: &str) -> PResult<'_, &str> {
     let mut spaced = false;
     while pos < bytes.len() {
         let b = bytes[pos];
-        let atom_byte = is_ident_char(b) || matches!(b, b'.' | b'$' | b'%');
-        if atom_byte && b != b'%' && after_atom && spaced {
+        // `%` starts a register name when a letter follows it, else it is the modulo operator.
+        let register_start =
+            b == b'%' && bytes.get(pos + 1).is_some_and(|&next| next.is_ascii_alphabetic());
+        let atom_byte = is_ident_char(b) || matches!(b, b'.' | b'$') || register_start;
+        if atom_byte && after_atom && spaced {
             return fail(&i[pos..], "an operator between the parts of the expression");
         }
         match b {
@@ -314,8 +316,7 @@ fn expression(i: &str) -> PResult<'_, &str> {
         if is_space(b) {
             spaced = true;
         } else {
-            // `%` is also the modulo operator: after an atom it is one.
-            after_atom = (atom_byte && !(b == b'%' && after_atom)) || b == b')';
+            after_atom = atom_byte || b == b')';
             spaced = false;
         }
         pos += 1;
@@ -369,9 +370,12 @@ pub(crate) fn operand(cx: Cx, i: &str, depth: u32) -> PResult<'_, Operand<'_>> {
         Ok((rest, kind)) => {
             // An operator after the primary makes the whole operand an expression.
             let after = skip_ws(rest);
-            if after.as_bytes().first().copied().is_some_and(is_operator)
-                && let Ok((rest, text)) = expression(start)
-            {
+            let operator = match after.as_bytes() {
+                [b'%', next, ..] => !next.is_ascii_alphabetic(),
+                [first, ..] => is_operator(*first),
+                [] => false,
+            };
+            if operator && let Ok((rest, text)) = expression(start) {
                 return Ok((
                     rest,
                     Operand { kind: OperandKind::Expr(text), range: cx.range_of(text) },
@@ -557,12 +561,17 @@ pub(crate) fn instruction(cx: Cx, text: &str) -> Result<Instruction<'_>, Expecte
         (i, None)
     };
     let (rest, opcode) = opcode(i).map_err(into_expected)?;
-    let mut tokens = Vec::with_capacity(opcode.bytes().filter(|&b| b == b'.').count() + 1);
-    for token in opcode.split('.') {
-        if token.is_empty() {
-            return Err(Expected { at: i, what: "a modifier after each `.` of the opcode" });
+    let bytes = opcode.as_bytes();
+    let mut tokens = Vec::with_capacity(opcode.matches('.').count() + 1);
+    let mut token_start = 0;
+    for pos in 0..=bytes.len() {
+        if pos == bytes.len() || bytes[pos] == b'.' {
+            if pos == token_start {
+                return Err(Expected { at: i, what: "a modifier after each `.` of the opcode" });
+            }
+            tokens.push(&opcode[token_start..pos]);
+            token_start = pos + 1;
         }
-        tokens.push(token);
     }
     if rest.as_bytes().first().is_some_and(|&b| !is_space(b) && b != b'/') {
         // Operands must be separated from the opcode (`bra$L1` is not valid).
@@ -897,11 +906,13 @@ pub(crate) fn param_list(cx: Cx, i: &str) -> PResult<'_, Vec<VarDecl<'_>>> {
 
 /// A directive with operand arguments: `.maxntid 128, 1, 1`, `.pragma "nounroll"`,
 /// `.branchtargets L1, L2`. Reads the arguments greedily and stops before what cannot be an
-/// operand (a `{`, `;`, or the next directive).
+/// operand (a `{`, `;`, or, unless `dotted_args`, the next directive). With `dotted_args`,
+/// an argument may be a dotted name (`.b32 .debug_abbrev` in a section).
 pub(crate) fn directive<'a>(
     cx: Cx,
     i: &'a str,
     label: Option<Label<'a>>,
+    dotted_args: bool,
 ) -> PResult<'a, Directive<'a>> {
     let start = label.as_ref().map_or(i, |_| i);
     let (i, name) = directive_word(i)?;
@@ -910,7 +921,9 @@ pub(crate) fn directive<'a>(
     let mut i = i;
     let mut rest_ws = skip_ws(i);
     let starts_operand = |s: &str| {
-        s.as_bytes().first().is_some_and(|&b| !matches!(b, b'{' | b'}' | b';' | b'.' | b'#'))
+        s.as_bytes()
+            .first()
+            .is_some_and(|&b| !matches!(b, b'{' | b'}' | b';' | b'#') && (dotted_args || b != b'.'))
     };
     if starts_operand(rest_ws) {
         loop {

@@ -348,7 +348,7 @@ impl<'a> Parser<'a> {
         );
         let range_start =
             label.as_ref().map_or(start, |label| (label.range.start - self.base) as usize);
-        match grammar::directive(self.cx, text, label.clone()) {
+        match grammar::directive(self.cx, text, label.clone(), true) {
             Ok((rest, mut directive)) if rest.trim_start().is_empty() || only_comments(rest) => {
                 directive.range = self.range(range_start, end);
                 Ok(directive)
@@ -571,7 +571,7 @@ impl<'a> Parser<'a> {
                     && self.word_at(self.pos) != "extern" =>
                 {
                     let directive_start = self.pos;
-                    match grammar::directive(self.cx, &self.src[directive_start..], None) {
+                    match grammar::directive(self.cx, &self.src[directive_start..], None, false) {
                         Ok((rest, directive)) => {
                             self.pos = self.cx.offset(rest);
                             // `.pragma "nounroll";` ends with `;`.
@@ -728,11 +728,12 @@ impl<'a> Parser<'a> {
                     let next = end.next.max(next_char(src, pos));
                     self.pos = next;
                     if !self.skim {
-                        let message = format!(
-                            "expected an instruction, a label or a directive, found {}",
-                            found(&src[pos..end.end.max(next)])
-                        );
                         self.push_unknown(&mut statements, pos, next, |parser| {
+                            let text = &src[pos..end.end.max(next)];
+                            let message = format!(
+                                "expected an instruction, a label or a directive, found {}",
+                                found(text)
+                            );
                             parser.error(pos, next, message);
                         });
                     }

@@ -138,6 +138,18 @@ pub(crate) struct StatementEnd {
     pub(crate) unterminated_comment: Option<usize>,
 }
 
+/// The bytes that [`statement_end`] must look at when not at the start of a line.
+static STATEMENT_SPECIAL: [bool; 256] = {
+    let mut table = [false; 256];
+    table[b';' as usize] = true;
+    table[b'\n' as usize] = true;
+    table[b'/' as usize] = true;
+    table[b'"' as usize] = true;
+    table[b'{' as usize] = true;
+    table[b'}' as usize] = true;
+    table
+};
+
 /// Finds the `;` that ends the statement starting at `pos`, skipping comments and strings.
 ///
 /// The statement also ends, unterminated, before a `}` that closes an enclosing scope, and at
@@ -158,6 +170,15 @@ pub(crate) fn statement_end(bytes: &[u8], pos: usize, checks: LineChecks) -> Sta
         unterminated_comment,
     };
     while i < bytes.len() {
+        if !at_line_start {
+            // Fast path: only a few bytes change the state away from a line start.
+            while i < bytes.len() && !STATEMENT_SPECIAL[bytes[i] as usize] {
+                i += 1;
+            }
+            if i >= bytes.len() {
+                break;
+            }
+        }
         let b = bytes[i];
         match b {
             b';' => {
@@ -190,7 +211,12 @@ pub(crate) fn statement_end(bytes: &[u8], pos: usize, checks: LineChecks) -> Sta
                 continue;
             }
             b'"' => {
-                i = string_end(bytes, i).0;
+                let (end, closed) = string_end(bytes, i);
+                if !closed {
+                    // Strings do not span lines: the statement is broken; end it here.
+                    return stop(end, unterminated_comment);
+                }
+                i = end;
                 at_line_start = false;
                 continue;
             }
