@@ -59,7 +59,7 @@ fn data(name: &str) -> String {
 }
 
 fn all_instructions<'m, 'a>(module: &'m Module<'a>) -> Vec<&'m fencelint_ptx::Instruction<'a>> {
-    module.functions().flat_map(|f| f.instructions()).collect()
+    module.functions().flat_map(fencelint_ptx::Function::instructions).collect()
 }
 
 #[test]
@@ -159,11 +159,14 @@ fn calls_tables_and_declarations() {
     assert!(calls.iter().any(|c| c.target_names().any(|t| t == "__assertfail")));
     // The indirect call names its prototype last.
     assert!(calls.iter().any(|c| {
-        c.operands.last().and_then(|o| o.as_name()).is_some_and(|n| n.starts_with("prototype"))
+        c.operands
+            .last()
+            .and_then(fencelint_ptx::Operand::as_name)
+            .is_some_and(|n| n.starts_with("prototype"))
     }));
     let prototypes = module
         .functions()
-        .flat_map(|f| f.statements())
+        .flat_map(fencelint_ptx::Function::statements)
         .filter(|s| matches!(s, Statement::Directive(d) if d.name == "callprototype"))
         .count();
     assert!(prototypes >= 1);
@@ -171,7 +174,7 @@ fn calls_tables_and_declarations() {
     let table = brx.target_names().next().unwrap();
     let targets = module
         .functions()
-        .flat_map(|f| f.statements())
+        .flat_map(fencelint_ptx::Function::statements)
         .find_map(|s| match s {
             Statement::Directive(d) if d.label.as_ref().is_some_and(|l| l.name == table) => Some(d),
             _ => None,
