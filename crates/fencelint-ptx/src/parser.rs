@@ -469,9 +469,7 @@ impl<'a> Parser<'a> {
                 }
                 _ => {
                     // One data line (or up to a `;` or `}` on it).
-                    let line = line_end(self.bytes, pos);
-                    let stop =
-                        self.src[pos..line].find([';', '}']).map_or(line, |offset| pos + offset);
+                    let stop = scan::data_line_end(self.bytes, pos);
                     let end = stop.max(next_char(self.src, pos));
                     if !self.skim {
                         self.section_line(&mut statements, pos, end);
@@ -651,10 +649,15 @@ impl<'a> Parser<'a> {
 
     /// The statements of a body whose `{` is at `open`; leaves `pos` past the closing `}`.
     fn body(&mut self, function_name: &str, open: usize) -> Vec<Statement<'a>> {
+        let mut statements = Vec::new();
+        self.body_into(&mut statements, function_name, open);
+        statements
+    }
+
+    fn body_into(&mut self, statements: &mut Vec<Statement<'a>>, function_name: &str, open: usize) {
         let src = self.src;
         let bytes = self.bytes;
         let cx = self.cx;
-        let mut statements: Vec<Statement<'a>> = Vec::new();
         let mut depth = 0u32;
         let mut depth_reported = false;
         self.pos = open + 1;
@@ -676,7 +679,7 @@ impl<'a> Parser<'a> {
             let Some(&b) = bytes.get(pos) else {
                 let message = format!("expected `}}` closing the body of `{function_name}`");
                 self.error(open, open + 1, message);
-                return statements;
+                return;
             };
             match b {
                 b'{' => {
@@ -697,7 +700,7 @@ impl<'a> Parser<'a> {
                 b'}' => {
                     self.pos += 1;
                     if depth == 0 {
-                        return statements;
+                        return;
                     }
                     depth -= 1;
                     if !self.skim {
@@ -714,21 +717,21 @@ impl<'a> Parser<'a> {
                             "expected `}}` closing the body of `{function_name}` before this directive"
                         );
                         self.error(pos, pos + 1 + word.len(), message);
-                        return statements;
+                        return;
                     }
-                    self.body_directive(&mut statements, word);
+                    self.body_directive(statements, word);
                 }
-                b'@' => self.instruction(&mut statements),
+                b'@' => self.instruction(statements),
                 _ if is_ident_start(b) => match label_end(bytes, pos) {
-                    Some(end) => self.label(&mut statements, end),
-                    None => self.instruction(&mut statements),
+                    Some(end) => self.label(statements, end),
+                    None => self.instruction(statements),
                 },
                 _ => {
                     let end = statement_end(bytes, pos, LineChecks::StatementsAndBraces);
                     let next = end.next.max(next_char(src, pos));
                     self.pos = next;
                     if !self.skim {
-                        self.push_unknown(&mut statements, pos, next, |parser| {
+                        self.push_unknown(statements, pos, next, |parser| {
                             let text = &src[pos..end.end.max(next)];
                             let message = format!(
                                 "expected an instruction, a label or a directive, found {}",

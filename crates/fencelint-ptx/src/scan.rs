@@ -283,6 +283,22 @@ pub(crate) fn line_end(bytes: &[u8], pos: usize) -> usize {
     i
 }
 
+/// The end of one data line in a `.section` block: the line break, `;` or `}` that ends it,
+/// whichever comes first outside comments and strings (a line comment ends the line).
+pub(crate) fn data_line_end(bytes: &[u8], pos: usize) -> usize {
+    let mut i = pos;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\n' | b';' | b'}' => return i,
+            b'/' if bytes.get(i + 1) == Some(&b'/') => return line_comment_end(bytes, i),
+            b'/' if bytes.get(i + 1) == Some(&b'*') => i = block_comment_end(bytes, i).0,
+            b'"' => i = string_end(bytes, i).0,
+            _ => i += 1,
+        }
+    }
+    i
+}
+
 /// The offset past the `}` that balances the `{` at `pos`, skipping comments and strings
 /// (the end of input when it is never balanced).
 pub(crate) fn balanced_block_end(bytes: &[u8], pos: usize) -> usize {

@@ -130,6 +130,12 @@ fn sections_hold_data_and_labels() {
     let Statement::Directive(abbrev) = &section.statements[2] else { panic!() };
     assert_eq!(abbrev.args[0].kind, OperandKind::Name(".debug_abbrev"));
     assert!(matches!(&module.items[1], ModuleItem::Directive(d) if d.name == "section"));
+
+    // A `;` inside a data line's comment does not split the line (Triton writes these).
+    let module =
+        clean(".section .debug_str\n{\n.b8 115 // string offset=0 ; kernel_name\n.b8 0\n}\n");
+    let ModuleItem::Section(section) = &module.items[0] else { panic!() };
+    assert_eq!(section.statements.len(), 2);
 }
 
 #[test]
