@@ -10,6 +10,7 @@ mod address;
 mod cfg;
 mod dataflow;
 mod loops;
+mod walk;
 
 pub use address::{AddrKey, AddrRoot};
 pub use cfg::{Block, BlockId, Cfg, EdgeKind};

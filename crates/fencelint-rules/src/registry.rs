@@ -3,7 +3,10 @@
 use crate::Rule;
 use crate::rules;
 
-static RULES: &[&dyn Rule] = &[&rules::spin_poll_without_acquire::SpinPollWithoutAcquire];
+static RULES: &[&dyn Rule] = &[
+    &rules::spin_poll_without_acquire::SpinPollWithoutAcquire,
+    &rules::tensormap_modified_in_flight::TensormapModifiedInFlight,
+];
 
 /// Every registered rule, in alphabetical order of name.
 pub fn all_rules() -> &'static [&'static dyn Rule] {

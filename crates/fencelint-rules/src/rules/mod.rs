@@ -1,3 +1,4 @@
 //! One module per rule; the file name is the rule name in snake case.
 
 pub(crate) mod spin_poll_without_acquire;
+pub(crate) mod tensormap_modified_in_flight;

@@ -1,0 +1,51 @@
+//! Forward walks that carry a small state along each path (a count of committed groups, "a
+//! fence has been seen"), for hazards whose blocker depends on what came before it on the path.
+
+use std::collections::BTreeSet;
+
+use fencelint_ir::InstId;
+
+use crate::{BlockId, FunctionAnalysis};
+
+impl FunctionAnalysis<'_> {
+    /// Walks every path that starts just after `from`, carrying a state that starts as `init`.
+    ///
+    /// `step` sees each instruction with the state that reaches it and returns the state after
+    /// it, or `None` to end the path there. Each (block, state at the block's top) pair is walked
+    /// once, so the walk terminates when the state type is finite; keep it small (a few bits or
+    /// a capped counter). The start block is walked again from its top when a path loops back
+    /// to it.
+    pub fn walk_forward<S: Copy + Ord>(
+        &self,
+        from: InstId,
+        init: S,
+        mut step: impl FnMut(InstId, S) -> Option<S>,
+    ) {
+        let cfg = &self.cfg;
+        let mut seen: BTreeSet<(BlockId, S)> = BTreeSet::new();
+        let mut work: Vec<(BlockId, Option<InstId>, S)> =
+            vec![(cfg.block_of(from), Some(from), init)];
+        let mut steps = 0usize;
+        while let Some((block, after, entry_state)) = work.pop() {
+            let mut state = Some(entry_state);
+            for id in cfg.block(block).ids() {
+                if after.is_some_and(|a| id <= a) {
+                    continue;
+                }
+                steps += 1;
+                let Some(current) = state else { break };
+                state = step(id, current);
+            }
+            if steps > self.budget.walk_steps {
+                self.mark_incomplete();
+                return;
+            }
+            let Some(exit_state) = state else { continue };
+            for succ in cfg.successors(block) {
+                if seen.insert((succ, exit_state)) {
+                    work.push((succ, None, exit_state));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! `tensormap-modified-in-flight`: a tensor map in global memory is rewritten while TMA
+//! operations issued earlier may still be reading it, or a rewritten map reaches a TMA operation
+//! without the tensormap-proxy release and acquire fences.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use fencelint_cfg::{AddrKey, AddrRoot, FunctionAnalysis};
+use fencelint_ir::{
+    AddrBase, AddressRole, AsyncOp, Fence, FenceKind, InstId, InstKind, Space, TensormapOp,
+};
+
+use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
+
+pub(crate) struct TensormapModifiedInFlight;
+
+static META: RuleMeta = RuleMeta {
+    name: "tensormap-modified-in-flight",
+    category: Category::Correctness,
+    dialects: Dialects::PTX,
+    min_sm: Some(90),
+    status: Status::Stable { since: "0.1.0" },
+    summary: "a tensor map in global memory is modified while TMA operations may read it, or used without the tensormap proxy fences",
+    doc: include_str!("../../../../rules/tensormap-modified-in-flight.md"),
+};
+
+/// The size of a tensor map object in bytes.
+const TENSORMAP_BYTES: i64 = 128;
+
+/// Bulk groups counted after a TMA operation; more than this is "many".
+const MAX_GROUPS: u8 = 16;
+
+impl Rule for TensormapModifiedInFlight {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check_function(&self, cx: &mut FunctionCx<'_>) {
+        let analysis = cx.analysis;
+        let func = analysis.func;
+        let uses: Vec<(InstId, AddrKey)> = func
+            .ids()
+            .filter_map(|id| Some((id, tma_map(analysis, id)?)))
+            .filter(|(_, map)| !is_untracked_map(analysis, map))
+            .collect();
+        if uses.is_empty() {
+            return;
+        }
+        let writes: Vec<MapWrite> = func
+            .ids()
+            .filter_map(|id| map_write(analysis, id))
+            .filter(|w| uses.iter().any(|(_, map)| w.hits(map)))
+            .collect();
+        if writes.is_empty() {
+            return;
+        }
+        check_in_flight(cx, &uses, &writes);
+        check_proxy_fences(cx, &uses, &writes);
+    }
+}
+
+/// A generic-proxy write into global memory that may land in a tensor map.
+struct MapWrite {
+    id: InstId,
+    key: AddrKey,
+    /// `tensormap.cp_fenceproxy`: the write carries its own tensormap release.
+    releases: bool,
+}
+
+impl MapWrite {
+    /// Whether the write starts inside the 128-byte map at `map`.
+    fn hits(&self, map: &AddrKey) -> bool {
+        !matches!(map.root, AddrRoot::Unknown(_))
+            && self.key.root == map.root
+            && self.key.mapped == map.mapped
+            && (map.offset..map.offset + TENSORMAP_BYTES).contains(&self.key.offset)
+    }
+}
+
+/// The tensor map operand of a `cp.async.bulk.tensor` / `cp.reduce.async.bulk.tensor`.
+fn tma_map(analysis: &FunctionAnalysis<'_>, id: InstId) -> Option<AddrKey> {
+    let inst = analysis.func.inst(id);
+    if !matches!(inst.kind, InstKind::Async(AsyncOp::BulkTensor { .. })) {
+        return None;
+    }
+    let address = inst.extra_address(AddressRole::Tensormap)?;
+    // The map operand is recorded by name; a register name is resolved to the register.
+    if let AddrBase::Symbol(name) = &address.base
+        && let Some(index) = analysis.func.regs.iter().position(|r| r == name)
+    {
+        let mut key = analysis.value_key(id, fencelint_ir::Reg(index as u32));
+        key.offset = key.offset.wrapping_add(address.offset);
+        return Some(key);
+    }
+    Some(analysis.address_key(id, address))
+}
+
+/// Maps the rule does not follow: a map in the kernel's parameter space (`__grid_constant__`),
+/// which the kernel cannot write, and a map whose address has no single known origin.
+fn is_untracked_map(analysis: &FunctionAnalysis<'_>, map: &AddrKey) -> bool {
+    match &map.root {
+        AddrRoot::Symbol(name) => analysis.func.params.iter().any(|p| p == name),
+        AddrRoot::Unknown(_) => true,
+        _ => false,
+    }
+}
+
+fn map_write(analysis: &FunctionAnalysis<'_>, id: InstId) -> Option<MapWrite> {
+    let inst = analysis.func.inst(id);
+    let releases = match &inst.kind {
+        InstKind::Store(mem) if matches!(mem.space, Space::Global | Space::Generic) => false,
+        InstKind::Tensormap(TensormapOp::Replace) => false,
+        InstKind::Tensormap(TensormapOp::CpFenceproxy) => true,
+        _ => return None,
+    };
+    let key = analysis.address_key(id, inst.address.as_ref()?);
+    Some(MapWrite { id, key, releases })
+}
+
+/// First form: a write into a map reachable after a TMA operation that uses it, with no bulk
+/// commit and covering `cp.async.bulk.wait_group[.read]` on the way.
+fn check_in_flight(cx: &mut FunctionCx<'_>, uses: &[(InstId, AddrKey)], writes: &[MapWrite]) {
+    let analysis = cx.analysis;
+    let mut reported: BTreeSet<InstId> = BTreeSet::new();
+    for (tma, map) in uses {
+        let mut hits: BTreeSet<InstId> = BTreeSet::new();
+        analysis.walk_forward(*tma, 0u8, |id, groups| match &analysis.func.inst(id).kind {
+            InstKind::Async(AsyncOp::BulkCommit) => Some(groups.saturating_add(1).min(MAX_GROUPS)),
+            InstKind::Async(AsyncOp::BulkWait { pending, .. }) => match pending {
+                // `wait_group N` leaves the N newest groups pending: it covers the TMA
+                // operation once more than N groups were committed after it.
+                Some(n) if u32::from(groups) <= *n => Some(groups),
+                _ => None,
+            },
+            _ => {
+                if writes.iter().any(|w| w.id == id && w.hits(map)) {
+                    hits.insert(id);
+                }
+                Some(groups)
+            }
+        });
+        let Some(&first) = hits.iter().next() else { continue };
+        if !reported.insert(first) {
+            continue;
+        }
+        report_in_flight(cx, first, *tma, hits.len());
+    }
+}
+
+fn report_in_flight(cx: &mut FunctionCx<'_>, write: InstId, tma: InstId, n_writes: usize) {
+    let write_op = cx.inst(write).opcode.clone();
+    let tma_op = cx.inst(tma).opcode.clone();
+    let message = format!(
+        "`{write_op}` modifies a tensor map that the earlier `{tma_op}` may still be reading"
+    );
+    let mut report = cx
+        .report(write, message)
+        .primary_label("the tensor map is rewritten here")
+        .secondary(tma, "this TMA operation reads the tensor map asynchronously")
+        .note(
+            "the TMA unit reads the tensor map after the instruction is issued; only a bulk async-group wait says that read is done",
+        )
+        .help(
+            "insert `cp.async.bulk.commit_group;` and `cp.async.bulk.wait_group.read 0;` before the modification",
+        );
+    if n_writes > 1 {
+        report = report.note(format!(
+            "{} more writes to the tensor map follow on the same path",
+            n_writes - 1
+        ));
+    }
+    drop(report);
+}
+
+/// Second form: a written map reaches a TMA operation without
+/// `fence.proxy.tensormap::generic.release` after the write and
+/// `fence.proxy.tensormap::generic.acquire [map], 128` before the use.
+fn check_proxy_fences(cx: &mut FunctionCx<'_>, uses: &[(InstId, AddrKey)], writes: &[MapWrite]) {
+    let analysis = cx.analysis;
+    let func = analysis.func;
+    // The first unfenced write that reaches each use, and whether it was released.
+    let mut findings: BTreeMap<InstId, (InstId, bool)> = BTreeMap::new();
+    for write in writes {
+        analysis.walk_forward(write.id, write.releases, |id, released| {
+            let inst = func.inst(id);
+            match &inst.kind {
+                InstKind::Fence(Fence { kind: FenceKind::ProxyTensormapRelease, .. }) => {
+                    return Some(true);
+                }
+                InstKind::Fence(Fence { kind: FenceKind::ProxyTensormapAcquire, .. }) => {
+                    let acquires_this = inst.address.as_ref().is_none_or(|a| {
+                        let key = analysis.address_key(id, a);
+                        matches!(key.root, AddrRoot::Unknown(_)) || write.key.root == key.root
+                    });
+                    return if acquires_this && released { None } else { Some(released) };
+                }
+                _ => {}
+            }
+            if writes.iter().any(|w| w.id == id && w.key.root == write.key.root) {
+                // A later write of the same map is checked from there.
+                return None;
+            }
+            if let Some((_, map)) = uses.iter().find(|(u, _)| *u == id)
+                && write.hits(map)
+            {
+                findings.entry(id).or_insert((write.id, released));
+                return None;
+            }
+            Some(released)
+        });
+    }
+    for (tma, (write, released)) in findings {
+        report_unfenced(cx, tma, write, released);
+    }
+}
+
+fn report_unfenced(cx: &mut FunctionCx<'_>, tma: InstId, write: InstId, released: bool) {
+    let write_op = cx.inst(write).opcode.clone();
+    let tma_op = cx.inst(tma).opcode.clone();
+    let missing = if released {
+        "with no `fence.proxy.tensormap::generic.acquire` of the map before the use"
+    } else {
+        "with no `fence.proxy.tensormap::generic.release` after the modification"
+    };
+    let message = format!("`{tma_op}` uses a tensor map that `{write_op}` modified, {missing}");
+    let help = if released {
+        "insert `fence.proxy.tensormap::generic.acquire.gpu [map], 128;` before this TMA operation"
+    } else {
+        "insert `fence.proxy.tensormap::generic.release.gpu;` after the modification and `fence.proxy.tensormap::generic.acquire.gpu [map], 128;` before this TMA operation"
+    };
+    let report = cx
+        .report(tma, message)
+        .primary_label("the TMA unit reads the map through the tensormap proxy")
+        .secondary(write, "the tensor map is modified here through the generic proxy")
+        .note("the TMA unit may use a stale copy of the tensor map unless the generic-proxy write is released to the tensormap proxy and acquired by the user")
+        .help(help);
+    drop(report);
+}
