@@ -46,17 +46,31 @@ else
     venv="$repo/.cuda-venv-$version"
 fi
 
-packages=(
-    "nvidia-cuda-nvcc==$version"
-    "nvidia-cuda-cuobjdump==$version"
-    "nvidia-cuda-nvdisasm==$version"
-    "nvidia-cuda-crt==$version"
-    "nvidia-cuda-runtime==$version"
-)
 if [ "$version" = "$DEFAULT_VERSION" ]; then
-    packages+=("nvidia-cuda-cccl==$DEFAULT_CCCL_VERSION")
+    packages=(
+        "nvidia-cuda-nvcc==$version"
+        "nvidia-cuda-cuobjdump==$version"
+        "nvidia-cuda-nvdisasm==$version"
+        "nvidia-cuda-crt==$version"
+        "nvidia-cuda-runtime==$version"
+        "nvidia-nvvm==$version"
+        "nvidia-cuda-cccl==$DEFAULT_CCCL_VERSION"
+    )
 else
-    packages+=("nvidia-cuda-cccl")
+    # The wheels of one CUDA release do not all share a patch version (there
+    # is no nvidia-cuda-runtime 13.2.78): pin nvcc (which holds ptxas) and
+    # nvvm (cicc) exactly, and take the other packages from the same minor
+    # release. Without the nvvm pin pip pairs an old nvcc with the newest cicc.
+    minor="$(cut -d. -f1,2 <<<"$version")"
+    packages=(
+        "nvidia-cuda-nvcc==$version"
+        "nvidia-nvvm==$version"
+        "nvidia-cuda-cuobjdump==$minor.*"
+        "nvidia-cuda-nvdisasm==$minor.*"
+        "nvidia-cuda-crt==$minor.*"
+        "nvidia-cuda-runtime==$minor.*"
+        "nvidia-cuda-cccl==$minor.*"
+    )
 fi
 
 python="${PYTHON:-python3}"
@@ -70,6 +84,7 @@ installed="$("$venv/bin/python" -m pip list --format=freeze 2>/dev/null || true)
 missing=0
 for p in "${packages[@]}"; do
     case "$p" in
+        *==*.\*) grep -qiF "${p%\*}" <<<"$installed" || missing=1 ;;
         *==*) grep -qixF "$p" <<<"$installed" || missing=1 ;;
         *) grep -qi "^$p==" <<<"$installed" || missing=1 ;;
     esac
