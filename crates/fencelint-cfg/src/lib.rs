@@ -10,6 +10,7 @@ mod address;
 mod cfg;
 mod dataflow;
 mod loops;
+mod object;
 mod walk;
 
 pub use address::{AddrKey, AddrRoot};

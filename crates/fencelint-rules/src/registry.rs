@@ -4,6 +4,7 @@ use crate::Rule;
 use crate::rules;
 
 static RULES: &[&dyn Rule] = &[
+    &rules::async_proxy_read_without_fence::AsyncProxyReadWithoutFence,
     &rules::spin_poll_without_acquire::SpinPollWithoutAcquire,
     &rules::tensormap_modified_in_flight::TensormapModifiedInFlight,
 ];

@@ -1,0 +1,90 @@
+//! The object an address points into: the variable or parameter it was computed from, seen
+//! through index arithmetic (`add` of a base and an index), which [`AddrKey`](crate::AddrKey)
+//! does not follow. Two addresses with the same object and different keys are most likely
+//! different elements of one array ("another thread's slot").
+
+use std::collections::BTreeSet;
+
+use fencelint_ir::{AddrBase, Address, InstId, InstKind, Reg, ValueOp};
+
+use crate::{AddrRoot, FunctionAnalysis};
+
+const MAX_STEPS: usize = 256;
+
+impl FunctionAnalysis<'_> {
+    /// The variable or parameter that the address operand of `at` points into, when exactly one
+    /// can be found. `None` when the base is unknown, several bases are combined, or the address
+    /// is an absolute constant.
+    pub fn address_object(&self, at: InstId, address: &Address) -> Option<AddrRoot> {
+        match &address.base {
+            AddrBase::Symbol(name) => Some(AddrRoot::Symbol(name.clone())),
+            AddrBase::Reg(reg) => self.value_object(at, *reg),
+            AddrBase::Absolute | AddrBase::Complex(_) => None,
+        }
+    }
+
+    /// The variable or parameter that the value of `reg`, as read by `at`, points into.
+    pub fn value_object(&self, at: InstId, reg: Reg) -> Option<AddrRoot> {
+        let mut visited = BTreeSet::new();
+        let mut steps = 0usize;
+        self.object_of(at, reg, &mut visited, &mut steps)
+    }
+
+    fn object_of(
+        &self,
+        at: InstId,
+        reg: Reg,
+        visited: &mut BTreeSet<(InstId, Reg)>,
+        steps: &mut usize,
+    ) -> Option<AddrRoot> {
+        if !visited.insert((at, reg)) {
+            return None;
+        }
+        *steps += 1;
+        if *steps > MAX_STEPS {
+            return None;
+        }
+        let reach = self.reaching_defs(at, reg);
+        let [def] = reach.defs.as_slice() else { return None };
+        if reach.from_entry {
+            return None;
+        }
+        let inst = self.func.inst(*def);
+        match &inst.value {
+            Some(ValueOp::Copy(src) | ValueOp::AddImm(src, _) | ValueOp::Mapa(src)) => {
+                self.object_of(*def, *src, visited, steps)
+            }
+            Some(ValueOp::Param(name)) => Some(AddrRoot::Param(name.clone())),
+            Some(ValueOp::SymbolAddr(name)) => Some(AddrRoot::Symbol(name.clone())),
+            Some(ValueOp::Imm(_)) => None,
+            None if is_address_arithmetic(&inst.kind, &inst.opcode) => {
+                // A base plus an index: exactly one operand may lead to an object.
+                let guard = inst.guard.map(|g| g.reg);
+                let mut found: Option<AddrRoot> = None;
+                for &used in inst.uses.iter().filter(|&&r| Some(r) != guard) {
+                    if let Some(object) = self.object_of(*def, used, visited, steps) {
+                        if found.as_ref().is_some_and(|f| *f != object) {
+                            return None;
+                        }
+                        found = Some(object);
+                    }
+                }
+                found
+            }
+            None => None,
+        }
+    }
+}
+
+/// An instruction that can add an index to a base address: PTX `add`, `sub`, `mad`, SASS
+/// `IADD3`, `IMAD`, `LEA`, `VIADD` and their uniform forms.
+fn is_address_arithmetic(kind: &InstKind, opcode: &str) -> bool {
+    if !matches!(kind, InstKind::Move) {
+        return false;
+    }
+    let word = opcode.split('.').next().unwrap_or("").to_ascii_lowercase();
+    matches!(
+        word.as_str(),
+        "add" | "sub" | "mad" | "iadd3" | "uiadd3" | "imad" | "lea" | "ulea" | "viadd" | "iadd"
+    )
+}

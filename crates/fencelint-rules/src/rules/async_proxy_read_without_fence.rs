@@ -1,0 +1,230 @@
+//! `async-proxy-read-without-fence`: shared memory written through the generic proxy is read
+//! next by the async proxy (a TMA or bulk store, `wgmma`, `tcgen05.mma`) with no
+//! `fence.proxy.async` between the write and the asynchronous operation.
+
+use std::collections::BTreeMap;
+
+use fencelint_cfg::{AddrRoot, FunctionAnalysis};
+use fencelint_ir::{
+    AddrBase, AddressRole, AsyncOp, Barrier, BulkDir, Dialect, Fence, FenceKind, InstId, InstKind,
+    MbarrierOp, Space, Tcgen05Op, ValueOp, WgmmaOp,
+};
+
+use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
+
+pub(crate) struct AsyncProxyReadWithoutFence;
+
+static META: RuleMeta = RuleMeta {
+    name: "async-proxy-read-without-fence",
+    category: Category::Correctness,
+    dialects: Dialects::BOTH,
+    min_sm: Some(90),
+    status: Status::Stable { since: "0.1.0" },
+    summary: "shared memory written through the generic proxy is read by the async proxy without fence.proxy.async",
+    doc: include_str!("../../../../rules/async-proxy-read-without-fence.md"),
+};
+
+impl Rule for AsyncProxyReadWithoutFence {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check_function(&self, cx: &mut FunctionCx<'_>) {
+        let analysis = cx.analysis;
+        let func = analysis.func;
+        let readers: Vec<InstId> =
+            func.ids().filter(|&id| async_read_of_shared(analysis, id)).collect();
+        if readers.is_empty() {
+            return;
+        }
+        // The first unfenced write that reaches each asynchronous reader.
+        let mut findings: BTreeMap<InstId, InstId> = BTreeMap::new();
+        let is_sass = cx.module.dialect == Some(Dialect::Sass);
+        for write in func.ids().filter(|&id| is_generic_shared_write(analysis, is_sass, id)) {
+            let written = written_object(analysis, write);
+            analysis.walk_forward(write, Publish::default(), |id, state| {
+                let inst = func.inst(id);
+                if is_proxy_async_fence(&inst.kind) {
+                    // A fence in the writing thread before the publishing synchronization (or
+                    // with none: the same thread issues the asynchronous operation) suffices.
+                    return if state.synchronized {
+                        Some(Publish { fenced_after_sync: true, ..state })
+                    } else {
+                        None
+                    };
+                }
+                if is_synchronization(&inst.kind) {
+                    return if state.fenced_after_sync {
+                        None
+                    } else {
+                        Some(Publish { synchronized: true, ..state })
+                    };
+                }
+                if readers.contains(&id) && may_read(analysis, id, written.as_ref()) {
+                    findings.entry(id).or_insert(write);
+                    return None;
+                }
+                Some(state)
+            });
+        }
+        for (reader, write) in findings {
+            report(cx, reader, write);
+        }
+    }
+}
+
+/// What a path from the write has passed so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+struct Publish {
+    /// A barrier or mbarrier operation that can hand the write to another thread.
+    synchronized: bool,
+    /// A proxy fence after that synchronization; it counts once another one follows.
+    fenced_after_sync: bool,
+}
+
+/// An asynchronous operation that reads shared memory through the async proxy.
+fn async_read_of_shared(analysis: &FunctionAnalysis<'_>, id: InstId) -> bool {
+    match &analysis.func.inst(id).kind {
+        InstKind::Async(
+            AsyncOp::BulkTensor { dir: BulkDir::SharedToGlobal, .. }
+            | AsyncOp::Bulk { dir: BulkDir::SharedToGlobal | BulkDir::SharedToShared, .. },
+        ) => true,
+        // The shared-memory operands of an MMA are named by descriptors: which buffer they
+        // read is not followed, so any shared-memory write may be an operand.
+        InstKind::Tcgen05(Tcgen05Op::Mma | Tcgen05Op::Cp) | InstKind::Wgmma(WgmmaOp::Mma) => true,
+        _ => false,
+    }
+}
+
+/// A write to shared memory through the generic proxy: `st.shared`, a shared atomic,
+/// `stmatrix`, or a generic `st` whose address came from `cvta.shared`.
+fn is_generic_shared_write(analysis: &FunctionAnalysis<'_>, is_sass: bool, id: InstId) -> bool {
+    let inst = analysis.func.inst(id);
+    let shared = match &inst.kind {
+        InstKind::Store(mem) | InstKind::Atomic { mem, .. } => match mem.space {
+            Space::SharedCta | Space::SharedCluster => true,
+            Space::Generic => {
+                inst.address.as_ref().is_some_and(|a| generic_from_shared(analysis, id, &a.base))
+            }
+            _ => false,
+        },
+        InstKind::Other => {
+            let opcode = inst.opcode.to_ascii_lowercase();
+            opcode.starts_with("stmatrix") || opcode.starts_with("stsm")
+        }
+        _ => false,
+    };
+    shared && !(is_sass && is_allocator_bookkeeping(analysis, id))
+}
+
+/// In SASS, `tcgen05.alloc`, `dealloc` and `relinquish_alloc_permit` expand into software
+/// sequences that write shared memory (`ATOMS`, `STS`) just after the allocating instruction.
+/// Those writes are the allocator's bookkeeping, not operands of any MMA.
+fn is_allocator_bookkeeping(analysis: &FunctionAnalysis<'_>, id: InstId) -> bool {
+    /// How far after the allocating instruction its bookkeeping writes were seen (ptxas 13.5
+    /// puts them within ten instructions).
+    const WINDOW: u32 = 16;
+    let start = id.0.saturating_sub(WINDOW);
+    (start..id.0).map(InstId).any(|i| {
+        matches!(
+            analysis.func.inst(i).kind,
+            InstKind::Tcgen05(Tcgen05Op::Alloc | Tcgen05Op::Relinquish | Tcgen05Op::Dealloc)
+        ) && analysis.dominates(i, id)
+    })
+}
+
+/// Whether a generic address register was converted from a shared-window address.
+fn generic_from_shared(analysis: &FunctionAnalysis<'_>, at: InstId, base: &AddrBase) -> bool {
+    let AddrBase::Reg(reg) = base else { return false };
+    let (mut at, mut reg) = (at, *reg);
+    for _ in 0..32 {
+        let reach = analysis.reaching_defs(at, reg);
+        let [def] = reach.defs.as_slice() else { return false };
+        let inst = analysis.func.inst(*def);
+        let opcode = inst.opcode.as_str();
+        if opcode.starts_with("cvta.shared") || opcode.starts_with("cvta.u64.shared") {
+            return true;
+        }
+        match inst.value {
+            Some(ValueOp::Copy(src) | ValueOp::AddImm(src, _)) => (at, reg) = (*def, src),
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// The variable a write stores into, when known.
+fn written_object(analysis: &FunctionAnalysis<'_>, write: InstId) -> Option<AddrRoot> {
+    let address = analysis.func.inst(write).address.as_ref()?;
+    analysis.address_object(write, address)
+}
+
+/// Whether the asynchronous reader may read the object written: unless both are known and differ.
+fn may_read(analysis: &FunctionAnalysis<'_>, reader: InstId, written: Option<&AddrRoot>) -> bool {
+    let Some(written) = written else { return true };
+    let inst = analysis.func.inst(reader);
+    let source = match &inst.kind {
+        InstKind::Async(AsyncOp::BulkTensor { .. }) => inst.address.as_ref(),
+        InstKind::Async(AsyncOp::Bulk { .. }) => inst.extra_address(AddressRole::Source),
+        _ => None,
+    };
+    let Some(source) = source else { return true };
+    analysis.address_object(reader, source).is_none_or(|read| read == *written)
+}
+
+/// `fence.proxy.async` (all of it, or restricted to shared memory), SASS `FENCE.VIEW.ASYNC.S`,
+/// and the restricted generic-to-async release fence.
+fn is_proxy_async_fence(kind: &InstKind) -> bool {
+    match kind {
+        InstKind::Fence(Fence { kind: FenceKind::ProxyAsync(space), .. }) => {
+            matches!(space, None | Some(Space::SharedCta | Space::SharedCluster))
+        }
+        InstKind::Fence(Fence { kind: FenceKind::ProxyAsyncRestricted, sem, .. }) => {
+            sem.has_release()
+        }
+        _ => false,
+    }
+}
+
+/// Synchronization that can hand the writes of one thread to the thread that issues the
+/// asynchronous operation.
+fn is_synchronization(kind: &InstKind) -> bool {
+    matches!(
+        kind,
+        InstKind::Barrier(
+            Barrier::CtaSync
+                | Barrier::CtaArrive
+                | Barrier::CtaReduce
+                | Barrier::ClusterArrive { .. }
+                | Barrier::ClusterWait
+        ) | InstKind::Mbarrier(MbarrierOp::Arrive { .. } | MbarrierOp::Wait { .. })
+    )
+}
+
+fn report(cx: &mut FunctionCx<'_>, reader: InstId, write: InstId) {
+    let dialect = cx.module.dialect.unwrap_or(Dialect::Ptx);
+    let reader_op = cx.inst(reader).opcode.clone();
+    let write_op = cx.inst(write).opcode.clone();
+    let fence = match dialect {
+        Dialect::Ptx => "`fence.proxy.async.shared::cta`",
+        Dialect::Sass => "`FENCE.VIEW.ASYNC.S`",
+    };
+    let message = format!(
+        "`{reader_op}` reads shared memory through the async proxy after `{write_op}` wrote it through the generic proxy, with no {fence} in between"
+    );
+    let help = match dialect {
+        Dialect::Ptx => {
+            "insert `fence.proxy.async.shared::cta;` after the shared-memory writes, in the writing threads, before the barrier that publishes them"
+        }
+        Dialect::Sass => {
+            "insert `fence.proxy.async.shared::cta;` (SASS `FENCE.VIEW.ASYNC.S`) after the shared-memory writes, before the barrier that publishes them"
+        }
+    };
+    let report = cx
+        .report(reader, message)
+        .primary_label("the async proxy reads shared memory here")
+        .secondary(write, "written here through the generic proxy")
+        .note("generic-proxy writes become visible to the async proxy only through a proxy fence in the writing thread; a barrier alone does not cross proxies")
+        .help(help);
+    drop(report);
+}
