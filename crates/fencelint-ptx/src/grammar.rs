@@ -107,7 +107,21 @@ pub(crate) fn into_expected(err: nom::Err<Expected<'_>>) -> Expected<'_> {
 /// Skips whitespace and comments (both kinds), never failing.
 // A nom parser returns `IResult` even when it cannot fail.
 #[allow(clippy::unnecessary_wraps)]
+#[inline]
 pub(crate) fn ws(i: &str) -> PResult<'_, ()> {
+    Ok((skip_ws(i), ()))
+}
+
+/// [`ws`] as a plain function; the common case (nothing to skip) stays inline.
+#[inline]
+fn skip_ws(i: &str) -> &str {
+    match i.as_bytes().first() {
+        Some(&b) if is_space(b) || b == b'/' => skip_ws_slow(i),
+        _ => i,
+    }
+}
+
+fn skip_ws_slow(i: &str) -> &str {
     let bytes = i.as_bytes();
     let mut pos = 0;
     loop {
@@ -120,11 +134,7 @@ pub(crate) fn ws(i: &str) -> PResult<'_, ()> {
             _ => break,
         }
     }
-    Ok((&i[pos..], ()))
-}
-
-fn skip_ws(i: &str) -> &str {
-    ws(i).map_or(i, |(rest, ())| rest)
+    &i[pos..]
 }
 
 /// Whitespace, then `c`.
@@ -510,11 +520,12 @@ pub(crate) fn string_literal(i: &str) -> PResult<'_, &str> {
 
 /// Operands of an instruction or directive: the whole of `i` must be consumed.
 pub(crate) fn operands(cx: Cx, i: &str) -> Result<Vec<Operand<'_>>, Expected<'_>> {
-    let mut items = Vec::new();
     let mut i = skip_ws(i);
     if i.is_empty() {
-        return Ok(items);
+        return Ok(Vec::new());
     }
+    // Most instructions have at most four operands: one allocation, no growth.
+    let mut items = Vec::with_capacity(4);
     loop {
         let (rest, item) = operand(cx, i, 0).map_err(into_expected)?;
         items.push(item);
@@ -562,7 +573,11 @@ pub(crate) fn instruction(cx: Cx, text: &str) -> Result<Instruction<'_>, Expecte
     };
     let (rest, opcode) = opcode(i).map_err(into_expected)?;
     let bytes = opcode.as_bytes();
-    let mut tokens = Vec::with_capacity(opcode.matches('.').count() + 1);
+    let mut n_tokens = 1;
+    for &b in bytes {
+        n_tokens += usize::from(b == b'.');
+    }
+    let mut tokens = Vec::with_capacity(n_tokens);
     let mut token_start = 0;
     for pos in 0..=bytes.len() {
         if pos == bytes.len() || bytes[pos] == b'.' {
