@@ -1,10 +1,514 @@
-//! SASS lowering (placeholder until the SASS semantics table lands).
+//! SASS lowering: the syntax trees of `fencelint-sass` into the IR.
+//!
+//! What an opcode means comes from one declarative table, `sass_semantics.tsv` (see [`table`]
+//! and `docs/sass-semantics.md`); this module only reads operands: definitions and uses,
+//! memory operands, the register moves that address analysis follows, guards and branch
+//! targets.
+//!
+//! Conventions:
+//! - one [`Module`] per architecture section of the listing (a fat binary holds several), one
+//!   [`Function`] per SASS function, one [`Inst`] per instruction;
+//! - `@PT` is no guard; `@!PT` never executes, so the instruction is dropped (ptxas writes
+//!   `@!PT LDS RZ, [RZ]` as filler) and branches to it land on the next instruction;
+//! - `RZ`, `URZ`, `PT` and `UPT` are neither defined nor used; `R2.64` uses `R2` and `R3`;
+//! - a branch whose condition is an operand (`BRA.U !UP0, target`) gets that predicate as its
+//!   guard, so that rules read one shape for both spellings.
 
-use fencelint_sass::SassFormat;
-use fencelint_source::FileId;
+mod table;
+
+use std::collections::HashMap;
+
+use fencelint_diagnostics::Diagnostic;
+use fencelint_ir::{
+    AddrBase, Address, AddressRole, AsyncOp, Control, Function, Guard, Inst, InstId, InstKind,
+    Module, Reg, SourceLocation, Tcgen05Op, ValueOp,
+};
+use fencelint_sass::{
+    ConstBank, ConstOperand, MemOperand, MemPrefix, Operand, OperandKind, RegFile, RegRef,
+    Register, SassFormat, SassFunction, SassInst, SassModule,
+};
+use fencelint_source::{Dialect, FileId};
+pub use table::{
+    Class, Classification, Defs, Row, TABLE_TEXT, Table, ValueRule, table as semantics,
+};
 
 use crate::Lowered;
 
-pub fn lower_text(_file: FileId, _text: &str, _format: SassFormat, _base: u32) -> Lowered {
-    Lowered::default()
+/// Parses a SASS listing of a known format and lowers it.
+pub fn lower_text(file: FileId, text: &str, format: SassFormat, base: u32) -> Lowered {
+    let parsed = match format {
+        SassFormat::NvdisasmJson => fencelint_sass::parse_json(text),
+        SassFormat::CuobjdumpText | SassFormat::NvdisasmText => fencelint_sass::parse_text(text),
+    };
+    let mut diagnostics: Vec<Diagnostic> = parsed
+        .errors
+        .iter()
+        .map(|e| crate::parse_error(file, e.range.shifted(base), &e.message, Dialect::Sass))
+        .collect();
+    diagnostics.sort_by_key(|d| d.primary.range.start);
+    let modules = lower_module(file, text, &parsed.value, base);
+    Lowered { modules, diagnostics }
 }
+
+/// Lowers a parsed listing: one [`Module`] per run of functions that share an architecture
+/// and fat-binary entry. `text` is the text the listing was parsed from.
+pub fn lower_module(file: FileId, text: &str, module: &SassModule<'_>, base: u32) -> Vec<Module> {
+    let table = table::table();
+    let mut cache: HashMap<&str, Classification> = HashMap::new();
+    let mut modules: Vec<Module> = Vec::new();
+    let mut current_key = None;
+    for func in &module.functions {
+        let key = (func.arch, func.binary);
+        if current_key != Some(key) || modules.is_empty() {
+            current_key = Some(key);
+            modules.push(new_module(file, func.arch.map(|a| a.to_string()), module.producer));
+        }
+        let lowered = lower_function(func, text, module.format, base, table, &mut cache);
+        if let Some(last) = modules.last_mut() {
+            last.functions.push(lowered);
+        }
+    }
+    if modules.is_empty() {
+        modules.push(new_module(file, None, module.producer));
+    }
+    modules
+}
+
+fn new_module(file: FileId, target: Option<String>, producer: Option<&str>) -> Module {
+    Module {
+        file: Some(file),
+        dialect: Some(Dialect::Sass),
+        target,
+        ptx_version: None,
+        producer: producer.map(ToOwned::to_owned),
+        functions: Vec::new(),
+    }
+}
+
+/// Whether the function is a kernel. nvdisasm text says so (`.other name,@"STO_CUDA_ENTRY
+/// ..."` in the header); cuobjdump and nvdisasm JSON do not, and the functions they list are
+/// taken to be kernels.
+fn is_kernel(func: &SassFunction<'_>, text: &str, format: SassFormat) -> bool {
+    if format != SassFormat::NvdisasmText {
+        return true;
+    }
+    let start = func.range.start as usize;
+    let end = func.instructions.first().map_or(func.range.end, |i| i.range.start) as usize;
+    text.get(start..end.max(start)).is_none_or(|header| header.contains("STO_CUDA_ENTRY"))
+}
+
+fn lower_function<'a>(
+    func: &SassFunction<'a>,
+    text: &str,
+    format: SassFormat,
+    base: u32,
+    table: &table::Table,
+    cache: &mut HashMap<&'a str, Classification>,
+) -> Function {
+    let mut out = Function::new(func.name, is_kernel(func, text, format), func.range.shifted(base));
+    let kept: Vec<&SassInst<'a>> = func
+        .instructions
+        .iter()
+        .filter(|i| !i.guard.is_some_and(fencelint_sass::Guard::is_never))
+        .collect();
+    let addresses: Vec<u64> = kept.iter().map(|i| i.address).collect();
+    for inst in &kept {
+        let class = cache.entry(inst.opcode).or_insert_with(|| table.classify(inst.opcode)).clone();
+        let lowered = lower_inst(&mut out, inst, &class, table, &addresses, base);
+        out.insts.push(lowered);
+    }
+    out
+}
+
+/// The IR name of a register, or `None` for the zero and true registers and for files that
+/// carry no data flow the IR follows (convergence barriers, scoreboards, the predicate file).
+fn reg_name(reg: Register) -> Option<String> {
+    if reg.is_special() {
+        return None;
+    }
+    matches!(reg.file, RegFile::R | RegFile::UR | RegFile::P | RegFile::UP).then(|| reg.to_string())
+}
+
+fn is_predicate(reg: Register) -> bool {
+    matches!(reg.file, RegFile::P | RegFile::UP)
+}
+
+/// `reg` and the `count - 1` registers after it (`R2.64` is `R2`, `R3`).
+fn intern_regs(func: &mut Function, reg: Register, count: u16) -> Vec<Reg> {
+    let mut out = Vec::new();
+    for k in 0..count.max(1) {
+        let Some(index) = reg.index.checked_add(k) else { break };
+        let next = Register::new(reg.file, index);
+        if next.is_special() {
+            break;
+        }
+        if let Some(name) = reg_name(next) {
+            out.push(func.intern_reg(&name));
+        }
+    }
+    out
+}
+
+/// How many consecutive registers a register operand names: `R2.64` is two.
+fn suffix_width(reg: &RegRef) -> u16 {
+    if reg.suffix == "64" {
+        2
+    } else if reg.suffix == "128" {
+        4
+    } else {
+        1
+    }
+}
+
+/// How many consecutive registers the data operands of this opcode name (`LDG.E.128 R4` writes
+/// `R4..R7`, `LDC.64 R2` writes `R2`, `R3`, `IMAD.WIDE R2` writes `R2`, `R3`).
+fn opcode_width(opcode: &str) -> u16 {
+    let mut width = 1;
+    for modifier in opcode.split('.').skip(1) {
+        width = match modifier {
+            "128" => 4,
+            "64" | "WIDE" => width.max(2),
+            _ => width,
+        };
+    }
+    width
+}
+
+fn memory_like(operand: &Operand<'_>) -> bool {
+    matches!(operand.kind, OperandKind::Mem(_) | OperandKind::Const(_))
+}
+
+/// The number of leading operands that are written.
+fn def_count(defs: Defs, operands: &[Operand<'_>]) -> usize {
+    let n = match defs {
+        Defs::Mem => operands.iter().position(memory_like).unwrap_or(0),
+        Defs::Count(n) => usize::from(n),
+        Defs::OnePlusPredicates => {
+            if operands.is_empty() {
+                0
+            } else {
+                1 + operands[1..]
+                    .iter()
+                    .take_while(|o| o.reg().is_some_and(|r| is_predicate(r.reg)))
+                    .count()
+            }
+        }
+    };
+    n.min(operands.len())
+}
+
+fn lower_inst(
+    func: &mut Function,
+    inst: &SassInst<'_>,
+    class: &Classification,
+    table: &table::Table,
+    addresses: &[u64],
+    base: u32,
+) -> Inst {
+    let meaning = class.row.map(|row| table.meaning(row));
+    let operands = &inst.operands;
+    let mut kind = class.kind.clone();
+    if let Some(meaning) = meaning {
+        if let Some(sb) = meaning.scoreboard {
+            let first_is_sb = operands
+                .first()
+                .and_then(Operand::reg)
+                .is_some_and(|r| r.reg.file == RegFile::SB && r.reg.index == sb);
+            if !first_is_sb {
+                kind = InstKind::Other;
+            }
+        }
+        if let (Some(at), InstKind::Async(AsyncOp::BulkWait { pending, .. })) =
+            (meaning.pending_operand, &mut kind)
+        {
+            *pending = operands.get(at).and_then(Operand::imm).and_then(|n| u32::try_from(n).ok());
+        }
+    }
+    if inst.malformed {
+        kind = InstKind::Unknown;
+    }
+
+    let mut out = Inst::new(inst.range.shifted(base), inst.opcode, kind);
+    out.sass_address = Some(inst.address);
+    out.ptx_line = inst.ptx_line;
+    out.source =
+        inst.src_line.map(|l| SourceLocation { file: l.file.to_owned(), line: l.line, column: 0 });
+
+    if let Some(guard) = inst.guard.filter(|g| !g.is_always())
+        && let Some(name) = reg_name(guard.reg)
+    {
+        let reg = func.intern_reg(&name);
+        out.guard = Some(Guard { reg, negated: guard.negated });
+        out.uses.push(reg);
+    }
+
+    // Definitions and uses.
+    let defs = match meaning {
+        Some(meaning) => meaning.defs,
+        None if operands.first().is_some_and(|o| o.reg().is_some()) => Defs::Count(1),
+        None => Defs::Count(0),
+    };
+    let n_defs = def_count(defs, operands);
+    let width = opcode_width(inst.opcode);
+    let first_mem = operands.iter().position(memory_like);
+    for (i, operand) in operands.iter().enumerate() {
+        match &operand.kind {
+            OperandKind::Reg(reg) => {
+                let is_def = i < n_defs;
+                // The first destination and the data operands after a memory operand carry the
+                // access width; other registers name one register unless their suffix says.
+                let count = if (is_def && i == 0) || first_mem.is_some_and(|m| i > m) {
+                    width.max(suffix_width(reg))
+                } else {
+                    suffix_width(reg)
+                };
+                let count = if is_predicate(reg.reg) { 1 } else { count };
+                let regs = intern_regs(func, reg.reg, count);
+                if is_def {
+                    out.defs.extend(regs);
+                } else {
+                    out.uses.extend(regs);
+                }
+            }
+            OperandKind::Mem(mem) => {
+                uses_of_mem(func, mem, &mut out.uses);
+            }
+            OperandKind::Const(c) => {
+                uses_of_const(func, c, &mut out.uses);
+            }
+            _ => {}
+        }
+    }
+
+    set_addresses(func, &mut out, operands);
+    if let Some(rule) = meaning.and_then(|m| m.value) {
+        out.value = value_op(func, rule, operands);
+    }
+    set_control(func, &mut out, inst, meaning.is_some_and(|m| m.indirect), addresses);
+    out
+}
+
+fn uses_of_address(func: &mut Function, address: &fencelint_sass::Address, uses: &mut Vec<Reg>) {
+    for reg in address.regs() {
+        uses.extend(intern_regs(func, reg.reg, suffix_width(&reg)));
+    }
+}
+
+fn uses_of_mem(func: &mut Function, mem: &MemOperand, uses: &mut Vec<Reg>) {
+    if let Some(desc) = mem.desc {
+        uses.extend(intern_regs(func, desc.reg, suffix_width(&desc)));
+    }
+    uses_of_address(func, &mem.addr, uses);
+}
+
+fn uses_of_const(func: &mut Function, c: &ConstOperand, uses: &mut Vec<Reg>) {
+    if let ConstBank::Reg(reg) = c.bank {
+        uses.extend(intern_regs(func, reg.reg, 1));
+    }
+    uses_of_address(func, &c.addr, uses);
+}
+
+/// Index scalings of an address register (`[R2.X4+URZ]`).
+const SCALES: [&str; 4] = ["X2", "X4", "X8", "X16"];
+
+/// An IR address from the inside of `[...]`.
+fn ir_address(func: &mut Function, address: &fencelint_sass::Address) -> Address {
+    let regs: Vec<RegRef> = address.regs().filter(|r| !r.reg.is_zero()).collect();
+    // A scaled index (`[R2.X4+URZ]`) is not the register's value.
+    let scaled = regs.iter().any(|r| SCALES.iter().any(|scale| r.suffix == *scale));
+    let base = match regs.as_slice() {
+        [] => AddrBase::Absolute,
+        [reg] if !scaled => match reg_name(reg.reg) {
+            Some(name) => AddrBase::Reg(func.intern_reg(&name)),
+            None => AddrBase::Complex(Vec::new()),
+        },
+        _ => AddrBase::Complex(
+            regs.iter().filter_map(|r| reg_name(r.reg)).map(|n| func.intern_reg(&n)).collect(),
+        ),
+    };
+    Address { base, offset: address.offset }
+}
+
+fn const_address(func: &mut Function, c: &ConstOperand) -> Address {
+    match c.bank {
+        ConstBank::Index(bank) if c.addr.regs().all(|r| r.reg.is_zero()) => {
+            Address { base: AddrBase::Symbol(format!("c[{bank:#x}]")), offset: c.addr.offset }
+        }
+        _ => {
+            let mut address = ir_address(func, &c.addr);
+            if let (ConstBank::Reg(reg), AddrBase::Complex(regs)) = (c.bank, &mut address.base)
+                && let Some(name) = reg_name(reg.reg)
+            {
+                regs.push(func.intern_reg(&name));
+            }
+            if !matches!(address.base, AddrBase::Complex(_)) {
+                let regs = match address.base {
+                    AddrBase::Reg(r) => vec![r],
+                    _ => Vec::new(),
+                };
+                address.base = AddrBase::Complex(regs);
+            }
+            address
+        }
+    }
+}
+
+fn set_addresses(func: &mut Function, out: &mut Inst, operands: &[Operand<'_>]) {
+    let mems: Vec<&MemOperand> = operands.iter().filter_map(Operand::mem).collect();
+    let primary = match &out.kind {
+        // tcgen05 operations name tensor memory; `UTCHMMA` lists its matrix descriptors first.
+        InstKind::Tcgen05(_) => {
+            mems.iter().find(|m| m.prefix == MemPrefix::Tmem).or(mems.first()).copied()
+        }
+        _ => mems.first().copied(),
+    };
+    match primary {
+        Some(mem) => out.address = Some(ir_address(func, &mem.addr)),
+        None if matches!(out.kind, InstKind::Load(_)) => {
+            let c = operands.iter().find_map(|o| match &o.kind {
+                OperandKind::Const(c) => Some(c),
+                _ => None,
+            });
+            out.address = c.map(|c| const_address(func, c));
+        }
+        None => {}
+    }
+    if let InstKind::Async(AsyncOp::Bulk { .. }) = out.kind
+        && let Some(src) = mems.get(1)
+    {
+        let address = ir_address(func, &src.addr);
+        out.extra_addresses.push((AddressRole::Source, address));
+    }
+    if matches!(out.kind, InstKind::Tcgen05(Tcgen05Op::Alloc | Tcgen05Op::Dealloc)) {
+        // The allocation writes its result through registers, not a printed address.
+        out.address = None;
+    }
+}
+
+/// The name of a constant-bank slot: `c[0x0][0x210]`.
+fn const_slot(c: &ConstOperand) -> Option<(u32, String)> {
+    match c.bank {
+        ConstBank::Index(bank) if c.addr.regs().all(|r| r.reg.is_zero()) => {
+            Some((bank, format!("c[{bank:#x}][{:#x}]", c.addr.offset)))
+        }
+        _ => None,
+    }
+}
+
+/// The value a plain source operand gives: another register, an immediate, or a constant-bank
+/// slot (a kernel parameter in bank 0, a module symbol's address in the others).
+fn source_value(func: &mut Function, operand: &Operand<'_>) -> Option<ValueOp> {
+    if operand.neg || operand.invert || operand.abs {
+        return None;
+    }
+    match &operand.kind {
+        OperandKind::Reg(reg) if reg.reg.is_zero() => Some(ValueOp::Imm(0)),
+        OperandKind::Reg(reg) => reg_name(reg.reg)
+            .filter(|_| !is_predicate(reg.reg))
+            .map(|name| ValueOp::Copy(func.intern_reg(&name))),
+        OperandKind::Imm(value) => Some(ValueOp::Imm(*value)),
+        OperandKind::Const(c) => const_slot(c).map(|(bank, slot)| {
+            if bank == 0 { ValueOp::Param(slot) } else { ValueOp::SymbolAddr(slot) }
+        }),
+        _ => None,
+    }
+}
+
+/// `a + b + c` where one term is a register and the others immediates or zero.
+fn sum_value(func: &mut Function, terms: &[Operand<'_>]) -> Option<ValueOp> {
+    let mut reg = None;
+    let mut offset = 0i64;
+    for term in terms {
+        match source_value(func, term)? {
+            ValueOp::Copy(r) if reg.is_none() => reg = Some(r),
+            ValueOp::Imm(value) => offset = offset.wrapping_add(value),
+            _ => return None,
+        }
+    }
+    let reg = reg?;
+    Some(if offset == 0 { ValueOp::Copy(reg) } else { ValueOp::AddImm(reg, offset) })
+}
+
+fn value_op(func: &mut Function, rule: ValueRule, operands: &[Operand<'_>]) -> Option<ValueOp> {
+    match rule {
+        ValueRule::Copy | ValueRule::Ldc => source_value(func, operands.get(1)?),
+        ValueRule::ImadMov => {
+            let zero = |o: &Operand<'_>| o.reg().is_some_and(|r| r.reg.is_zero());
+            if operands.len() == 4 && zero(&operands[1]) && zero(&operands[2]) {
+                source_value(func, &operands[3])
+            } else {
+                None
+            }
+        }
+        ValueRule::Add3 => {
+            let sources: Vec<Operand<'_>> = operands
+                .iter()
+                .skip(1)
+                .skip_while(|o| o.reg().is_some_and(|r| is_predicate(r.reg)))
+                .copied()
+                .collect();
+            if sources.len() == 3 { sum_value(func, &sources) } else { None }
+        }
+        ValueRule::Add => {
+            let sources = operands.get(1..)?;
+            if sources.len() == 2 { sum_value(func, sources) } else { None }
+        }
+    }
+}
+
+/// The first instruction at or after `address`, if the function has one.
+fn resolve(addresses: &[u64], address: u64) -> Option<InstId> {
+    let index = addresses.partition_point(|&a| a < address);
+    (index < addresses.len()).then_some(InstId(index as u32))
+}
+
+fn set_control(
+    func: &mut Function,
+    out: &mut Inst,
+    inst: &SassInst<'_>,
+    indirect: bool,
+    addresses: &[u64],
+) {
+    let guarded = out.guard.is_some();
+    match out.kind {
+        InstKind::Branch => {
+            // A condition written as an operand: `BRA.U !UP0, target`.
+            let condition = inst.operands.iter().find_map(|o| {
+                o.reg().filter(|r| is_predicate(r.reg) && !r.reg.is_special()).map(|r| (r, o))
+            });
+            // `BRA.U !UP0, target` tests a predicate operand; `BRA.DIV ~URZ` and `BRA.CONV ~URZ`
+            // branch on the warp's convergence state.
+            let conditional_operand =
+                inst.operands.iter().any(|o| {
+                    o.reg().is_some_and(|r| is_predicate(r.reg) && (!r.reg.is_true() || o.invert))
+                }) || inst.opcode.split('.').skip(1).any(|m| matches!(m, "DIV" | "CONV"));
+            if !guarded
+                && let Some((reg, operand)) = condition
+                && let Some(name) = reg_name(reg.reg)
+            {
+                let reg = func.intern_reg(&name);
+                out.guard = Some(Guard { reg, negated: operand.invert });
+            }
+            let conditional = guarded || conditional_operand;
+            out.control = Control { falls_through: conditional, ..Control::default() };
+            match inst.branch_target {
+                Some(target) => match resolve(addresses, target) {
+                    Some(id) => out.control.targets.push(id),
+                    // Past the last instruction: the branch leaves the function.
+                    None => out.control.exits = true,
+                },
+                None => out.control.indirect = true,
+            }
+            if indirect {
+                out.control.indirect = true;
+            }
+        }
+        InstKind::Exit | InstKind::Return => {
+            out.control = Control { falls_through: guarded, exits: true, ..Control::default() };
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests;

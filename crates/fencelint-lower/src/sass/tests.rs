@@ -1,0 +1,340 @@
+//! Unit tests of the SASS lowering on hand-written listings (tiny, in the shapes the
+//! disassemblers print).
+
+use fencelint_ir::{
+    AddrBase, AsyncOp, Barrier, Fence, FenceKind, Function, InstId, InstKind, MbarrierOp, Module,
+    Scope, Sem, Space, ValueOp,
+};
+use fencelint_sass::SassFormat;
+use fencelint_source::FileId;
+
+use super::lower_text;
+
+fn lower(text: &str, format: SassFormat) -> Vec<Module> {
+    let lowered = lower_text(FileId(0), text, format, 0);
+    assert!(lowered.diagnostics.is_empty(), "{:#?}", lowered.diagnostics);
+    lowered.modules
+}
+
+fn only_function(modules: &[Module]) -> &Function {
+    assert_eq!(modules.len(), 1);
+    assert_eq!(modules[0].functions.len(), 1);
+    &modules[0].functions[0]
+}
+
+fn names(func: &Function, regs: &[fencelint_ir::Reg]) -> Vec<String> {
+    regs.iter().map(|r| func.reg_name(*r).to_owned()).collect()
+}
+
+const SPIN: &str = "
+	code for sm_90a
+	.target	sm_90a
+
+		Function : poll
+	.headerflags	@\"EF_CUDA_ACCELERATORS EF_CUDA_SM90 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)\"
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+        /*0010*/                   LDC.64 R2, c[0x0][0x210] ;
+        /*0020*/                   ULDC.64 UR4, c[0x0][0x208] ;
+        /*0030*/                   LDG.E.STRONG.GPU R0, desc[UR4][R2.64] ;
+        /*0040*/                   ISETP.NE.AND P0, PT, R0, RZ, PT ;
+        /*0050*/              @!P0 BRA 0x30 ;
+        /*0060*/                   S2R R7, SR_TID.X ;
+        /*0070*/                   LDC.64 R4, c[0x0][0x218] ;
+        /*0080*/                   IMAD.WIDE.U32 R4, R7, 0x4, R4 ;
+        /*0090*/                   LDG.E.128 R8, desc[UR4][R4.64+0x10] ;
+        /*00a0*/                   STG.E.128 desc[UR4][R4.64], R8 ;
+        /*00b0*/                   EXIT ;
+        /*00c0*/                   BRA 0xc0;
+		..........
+";
+
+#[test]
+fn spin_poll_listing() {
+    let modules = lower(SPIN, SassFormat::CuobjdumpText);
+    assert_eq!(modules[0].target.as_deref(), Some("sm_90a"));
+    assert_eq!(modules[0].dialect, Some(fencelint_source::Dialect::Sass));
+    let f = only_function(&modules);
+    assert_eq!(f.name, "poll");
+    assert_eq!(f.insts.len(), 13);
+
+    let ldc = &f.insts[1];
+    assert_eq!(names(f, &ldc.defs), ["R2", "R3"]);
+    assert_eq!(ldc.value, Some(ValueOp::Param("c[0x0][0x210]".into())));
+    let InstKind::Load(mem) = &ldc.kind else { panic!("{:?}", ldc.kind) };
+    assert_eq!(mem.space, Space::Const);
+
+    let poll = &f.insts[3];
+    assert_eq!(poll.opcode, "LDG.E.STRONG.GPU");
+    assert_eq!(poll.sass_address, Some(0x30));
+    let InstKind::Load(mem) = &poll.kind else { panic!() };
+    assert_eq!((mem.space, mem.sem, mem.scope), (Space::Global, Sem::Relaxed, Some(Scope::Gpu)));
+    assert_eq!(names(f, &poll.defs), ["R0"]);
+    assert_eq!(names(f, &poll.uses), ["UR4", "R2", "R3"]);
+    let address = poll.address.as_ref().unwrap();
+    assert_eq!(
+        address.base,
+        AddrBase::Reg(
+            f.regs.iter().position(|r| r == "R2").map(|i| fencelint_ir::Reg(i as u32)).unwrap()
+        )
+    );
+
+    let setp = &f.insts[4];
+    assert_eq!(setp.kind, InstKind::Compare);
+    assert_eq!(names(f, &setp.defs), ["P0"]);
+    assert_eq!(names(f, &setp.uses), ["R0"]);
+
+    let branch = &f.insts[5];
+    assert_eq!(branch.kind, InstKind::Branch);
+    assert!(branch.guard.is_some_and(|g| g.negated));
+    assert_eq!(branch.control.targets, [InstId(3)]);
+    assert!(branch.control.falls_through);
+
+    let wide = &f.insts[8];
+    assert_eq!(names(f, &wide.defs), ["R4", "R5"]);
+    let data = &f.insts[9];
+    assert_eq!(names(f, &data.defs), ["R8", "R9", "R10", "R11"]);
+    assert_eq!(data.address.as_ref().unwrap().offset, 0x10);
+    let store = &f.insts[10];
+    assert!(store.defs.is_empty());
+    assert_eq!(names(f, &store.uses), ["UR4", "R4", "R5", "R8", "R9", "R10", "R11"]);
+
+    let exit = &f.insts[11];
+    assert!(exit.control.exits && !exit.control.falls_through);
+    let self_loop = &f.insts[12];
+    assert_eq!(self_loop.control.targets, [InstId(12)]);
+    assert!(!self_loop.control.falls_through);
+}
+
+#[test]
+fn never_guard_is_dropped_and_targets_move_on() {
+    let text = "
+		Function : k
+        /*0000*/                   BRA 0x20 ;
+        /*0010*/                   NOP ;
+        /*0020*/               @!PT LDS RZ, [RZ] ;
+        /*0030*/               @PT LDGSTS.E [R5], desc[UR4][R2.64] ;
+        /*0040*/                   EXIT ;
+		..........
+";
+    let modules = lower(text, SassFormat::CuobjdumpText);
+    let f = only_function(&modules);
+    let opcodes: Vec<&str> = f.insts.iter().map(|i| i.opcode.as_str()).collect();
+    assert_eq!(opcodes, ["BRA", "NOP", "LDGSTS.E", "EXIT"]);
+    assert_eq!(f.insts[0].control.targets, [InstId(2)]);
+    assert!(!f.insts[0].control.falls_through);
+    assert!(f.insts[2].guard.is_none());
+    assert_eq!(f.insts[2].kind, InstKind::Async(AsyncOp::CpAsync));
+}
+
+#[test]
+fn uniform_branch_condition_becomes_the_guard() {
+    let text = "
+		Function : k
+        /*0000*/                   VOTEU.ALL UP0, P0 ;
+        /*0010*/                   BRA.U !UP0, 0x30 ;
+        /*0020*/                   SYNCS.EXCH.64 URZ, [UR6], UR4 ;
+        /*0030*/                   BRA.CONV ~URZ, 0x50 ;
+        /*0040*/                   UCGABAR_ARV ;
+        /*0050*/                   EXIT ;
+		..........
+";
+    let modules = lower(text, SassFormat::CuobjdumpText);
+    let f = only_function(&modules);
+    let vote = &f.insts[0];
+    assert_eq!(names(f, &vote.defs), ["UP0"]);
+    assert_eq!(names(f, &vote.uses), ["P0"]);
+    let branch = &f.insts[1];
+    let guard = branch.guard.unwrap();
+    assert!(guard.negated);
+    assert_eq!(f.reg_name(guard.reg), "UP0");
+    assert!(branch.control.falls_through);
+    assert_eq!(branch.control.targets, [InstId(3)]);
+    assert_eq!(f.insts[2].kind, InstKind::Mbarrier(MbarrierOp::Init));
+    assert!(f.insts[2].defs.is_empty());
+    assert!(f.insts[3].control.falls_through, "BRA.CONV is conditional");
+    assert_eq!(f.insts[4].kind, InstKind::Barrier(Barrier::ClusterArrive { release: false }));
+}
+
+#[test]
+fn moves_and_adds_are_followed() {
+    let text = "
+		Function : k
+        /*0000*/                   IMAD.MOV.U32 R2, RZ, RZ, c[0x0][0x160] ;
+        /*0010*/                   MOV R3, c[0x0][0x164] ;
+        /*0020*/                   IADD3 R4, P0, PT, R2, 0x10, RZ ;
+        /*0030*/                   VIADD R6, R4, 0x8 ;
+        /*0040*/                   R2UR UR4, R6 ;
+        /*0050*/                   IMAD.MOV.U32 R7, RZ, RZ, -R2 ;
+        /*0060*/                   UMOV UR5, 0x400 ;
+        /*0070*/                   LDC R8, c[0x4][0x8] ;
+        /*0080*/                   IADD3 R9, R2, R3, RZ ;
+		..........
+";
+    let modules = lower(text, SassFormat::CuobjdumpText);
+    let f = only_function(&modules);
+    let reg = |name: &str| fencelint_ir::Reg(f.regs.iter().position(|r| r == name).unwrap() as u32);
+    assert_eq!(f.insts[0].value, Some(ValueOp::Param("c[0x0][0x160]".into())));
+    assert_eq!(f.insts[1].value, Some(ValueOp::Param("c[0x0][0x164]".into())));
+    assert_eq!(names(f, &f.insts[2].defs), ["R4", "P0"]);
+    assert_eq!(f.insts[2].value, Some(ValueOp::AddImm(reg("R2"), 0x10)));
+    assert_eq!(f.insts[3].value, Some(ValueOp::AddImm(reg("R4"), 8)));
+    assert_eq!(f.insts[4].value, Some(ValueOp::Copy(reg("R6"))));
+    assert_eq!(f.insts[5].value, None);
+    assert_eq!(f.insts[6].value, Some(ValueOp::Imm(0x400)));
+    assert_eq!(f.insts[7].value, Some(ValueOp::SymbolAddr("c[0x4][0x8]".into())));
+    assert_eq!(f.insts[8].value, None);
+}
+
+#[test]
+fn scoreboard_waits_and_fences() {
+    let text = "
+		Function : k
+        /*0000*/                   DEPBAR.LE SB0, 0x1 ;
+        /*0010*/                   DEPBAR.LE SB1, 0x36 ;
+        /*0020*/                   DEPBAR {5,4,3,2,1,0} ;
+        /*0030*/                   MEMBAR.ALL.GPU ;
+        /*0040*/                   ERRBAR;
+        /*0050*/                   CCTL.IVALL ;
+        /*0060*/                   FENCE.VIEW.ASYNC.S ;
+        /*0070*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P1, [UR6+0x8], R2 ;
+        /*0080*/                   ATOMG.E.ADD.STRONG.GPU PT, R5, desc[UR4][R4.64], R9 ;
+        /*0090*/                   UNKNOWNOP.X R1, R2 ;
+		..........
+";
+    let modules = lower(text, SassFormat::CuobjdumpText);
+    let f = only_function(&modules);
+    assert_eq!(
+        f.insts[0].kind,
+        InstKind::Async(AsyncOp::BulkWait { pending: Some(1), read_only: false })
+    );
+    assert_eq!(f.insts[1].kind, InstKind::Other);
+    assert_eq!(f.insts[2].kind, InstKind::Other);
+    assert_eq!(
+        f.insts[3].kind,
+        InstKind::Fence(Fence {
+            kind: FenceKind::Plain,
+            sem: Sem::AcqRel,
+            scope: Some(Scope::Gpu)
+        })
+    );
+    assert!(matches!(
+        f.insts[4].kind,
+        InstKind::Fence(Fence { kind: FenceKind::ErrorBarrier, .. })
+    ));
+    assert!(matches!(
+        f.insts[5].kind,
+        InstKind::Fence(Fence { kind: FenceKind::L1Invalidate, .. })
+    ));
+    assert!(matches!(
+        f.insts[6].kind,
+        InstKind::Fence(Fence { kind: FenceKind::ProxyAsync(Some(Space::SharedCta)), .. })
+    ));
+    let wait = &f.insts[7];
+    assert!(matches!(wait.kind, InstKind::Mbarrier(MbarrierOp::Wait { try_wait: true, .. })));
+    assert_eq!(names(f, &wait.defs), ["P1"]);
+    assert_eq!(wait.address.as_ref().unwrap().offset, 8);
+    let atom = &f.insts[8];
+    assert!(matches!(atom.kind, InstKind::Atomic { returns: true, .. }));
+    assert_eq!(names(f, &atom.defs), ["R5"]);
+    assert_eq!(names(f, &atom.uses), ["UR4", "R4", "R5", "R9"]);
+    let unknown = &f.insts[9];
+    assert_eq!((unknown.kind.clone(), unknown.opcode.as_str()), (InstKind::Other, "UNKNOWNOP.X"));
+    assert_eq!(names(f, &unknown.defs), ["R1"]);
+}
+
+#[test]
+fn nvdisasm_text_lines_labels_and_kernels() {
+    let text = "
+//--------------------- .text.poll              --------------------------
+	.section	.text.poll,\"ax\",@progbits
+	.align	128
+        .global         poll
+        .type           poll,@function
+        .size           poll,(.L_x_2 - poll)
+        .other          poll,@\"STO_CUDA_ENTRY STV_DEFAULT\"
+poll:
+.text.poll:
+	//## File \".nv_debug_ptx_txt\", line 39
+        /*0000*/                   LDC.64 R2, c[0x0][0x210] ;
+.L_x_1:
+	//## File \".nv_debug_ptx_txt\", line 40
+        /*0010*/                   LD.E.STRONG.GPU R0, desc[UR4][R2.64] ;
+        /*0020*/                   ISETP.NE.AND P0, PT, R0, RZ, PT ;
+        /*0030*/              @!P0 BRA `(.L_x_1) ;
+        /*0040*/                   EXIT ;
+.L_x_2:
+";
+    let modules = lower(text, SassFormat::NvdisasmText);
+    let f = only_function(&modules);
+    assert!(f.is_kernel);
+    assert_eq!(f.insts[0].ptx_line, Some(39));
+    assert_eq!(f.insts[1].ptx_line, Some(40));
+    assert_eq!(f.insts[3].control.targets, [InstId(1)]);
+    let InstKind::Load(mem) = &f.insts[1].kind else { panic!() };
+    assert_eq!(mem.space, Space::Generic);
+}
+
+#[test]
+fn json_listing() {
+    let text = r#"[{"ELF":{},"SM":{"version":{"major":9,"minor":0}},"Producer":"nvdisasm V13.5.37"},[{"function-name":"k","start":0,"length":64,"other-attributes":[],"sass-instructions":[{"opcode":"LDC.64","operands":"R2,c[0x0][0x210]"},{"opcode":"LDG.E.STRONG.SYS","operands":"R0,desc[UR4][R2.64]"},{"predicate":"@!P0","opcode":"BRA","operands":"0x10","other-attributes":{"control-flow":"True"}},{"opcode":"EXIT","other-attributes":{"control-flow":"True"}}]}]]"#;
+    let modules = lower(text, SassFormat::NvdisasmJson);
+    assert_eq!(modules[0].target.as_deref(), Some("sm_90"));
+    assert_eq!(modules[0].producer.as_deref(), Some("nvdisasm V13.5.37"));
+    let f = only_function(&modules);
+    assert_eq!(f.insts[1].sass_address, Some(0x10));
+    assert_eq!(f.insts[2].control.targets, [InstId(1)]);
+    let InstKind::Load(mem) = &f.insts[1].kind else { panic!() };
+    assert_eq!((mem.sem, mem.scope), (Sem::Relaxed, Some(Scope::Sys)));
+}
+
+#[test]
+fn one_module_per_architecture_section() {
+    let text = "
+Fatbin elf code:
+================
+arch = sm_90a
+code version = [1,8]
+host = linux
+compile_size = 64bit
+identifier = demo.cu
+
+	code for sm_90a
+		Function : a
+        /*0000*/                   EXIT ;
+		..........
+
+Fatbin elf code:
+================
+arch = sm_100a
+code version = [1,8]
+host = linux
+compile_size = 64bit
+identifier = demo.cu
+
+	code for sm_100a
+		Function : a
+        /*0000*/                   EXIT ;
+		..........
+";
+    let modules = lower(text, SassFormat::CuobjdumpText);
+    let targets: Vec<_> = modules.iter().map(|m| m.target.clone().unwrap_or_default()).collect();
+    assert_eq!(targets, ["sm_90a", "sm_100a"]);
+    assert!(modules.iter().all(|m| m.functions.len() == 1));
+}
+
+#[test]
+fn parse_errors_become_diagnostics() {
+    let text = "
+		Function : k
+        /*0000*/                   LDG.E R0, desc[UR4][R2.64] ;
+        this line is not an instruction
+        /*0010*/                   EXIT ;
+		..........
+";
+    let lowered = lower_text(FileId(3), text, SassFormat::CuobjdumpText, 100);
+    assert!(!lowered.diagnostics.is_empty());
+    let d = &lowered.diagnostics[0];
+    assert_eq!(d.rule, "parse-error");
+    assert!(d.primary.range.start >= 100);
+    assert_eq!(lowered.modules[0].functions[0].insts.last().unwrap().opcode, "EXIT");
+}
