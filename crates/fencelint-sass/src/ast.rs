@@ -178,7 +178,7 @@ pub struct SassInst<'a> {
 impl<'a> SassInst<'a> {
     /// The opcode without modifiers: `LDG` for `LDG.E.128.STRONG.GPU`.
     pub fn base(&self) -> &'a str {
-        self.opcode.split_once('.').map_or(self.opcode, |(base, _)| base)
+        crate::text::opcode_base(self.opcode)
     }
 
     /// The modifiers after the base, in order: `E`, `128`, `STRONG`, `GPU`.
@@ -282,17 +282,86 @@ impl fmt::Display for Register {
     }
 }
 
+/// The suffix of a register operand, stored inline: `64` in `R2.64`, `U32` in `RZ.U32`, `B3`
+/// in `UR62.B3`, `X16` in `R3.X16`, `H1_H1` in `R4.H1_H1`. At most [`Suffix::CAPACITY`] ASCII
+/// characters; a longer suffix makes the operand [`OperandKind::Other`].
+#[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Suffix {
+    len: u8,
+    bytes: [u8; Suffix::CAPACITY],
+}
+
+impl Suffix {
+    pub const CAPACITY: usize = 7;
+    pub const NONE: Self = Self { len: 0, bytes: [0; Self::CAPACITY] };
+
+    /// Stores `text` when it is short enough and made of ASCII letters, digits, `_` and `.`.
+    pub fn new(text: &str) -> Option<Self> {
+        let valid = text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
+        if text.len() > Self::CAPACITY || !valid {
+            return None;
+        }
+        let mut bytes = [0; Self::CAPACITY];
+        bytes[..text.len()].copy_from_slice(text.as_bytes());
+        Some(Self { len: text.len() as u8, bytes })
+    }
+
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("")
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl fmt::Debug for Suffix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl fmt::Display for Suffix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for Suffix {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Suffix {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// A register as written in an operand, with its suffix: `R2.64`, `RZ.U32`, `UR62.B3`,
 /// `R3.X16`, `R4.H1_H1`. The operand-cache hint `.reuse` is not part of the suffix (see
 /// [`Operand::reuse`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct RegRef<'a> {
+pub struct RegRef {
     pub reg: Register,
     /// The text after the first `.`, without `.reuse`; empty when there is none.
-    pub suffix: &'a str,
+    pub suffix: Suffix,
 }
 
-impl fmt::Display for RegRef<'_> {
+impl RegRef {
+    /// A register without suffix.
+    pub const fn plain(reg: Register) -> Self {
+        Self { reg, suffix: Suffix::NONE }
+    }
+
+    /// A register with `suffix` (empty for none); `None` when the suffix cannot be stored.
+    pub fn new(reg: Register, suffix: &str) -> Option<Self> {
+        Some(Self { reg, suffix: Suffix::new(suffix)? })
+    }
+}
+
+impl fmt::Display for RegRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.reg)?;
         if !self.suffix.is_empty() {
@@ -305,18 +374,18 @@ impl fmt::Display for RegRef<'_> {
 /// The inside of one `[...]`: up to two registers and an immediate offset, for example
 /// `[R0+UR4]`, `[UR4+0x8]`, `[R2.64+0x10]`, `[RZ.U32+UR4]`, `[R0+-0x8]` or `[0x10]`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Address<'a> {
+pub struct Address {
     /// The first register written.
-    pub base: Option<RegRef<'a>>,
+    pub base: Option<RegRef>,
     /// The second register written (usually uniform: `[R0+UR4]`).
-    pub index: Option<RegRef<'a>>,
+    pub index: Option<RegRef>,
     /// The sum of the immediate terms.
     pub offset: i64,
 }
 
-impl<'a> Address<'a> {
+impl Address {
     /// The registers of the address, in the order written.
-    pub fn regs(&self) -> impl Iterator<Item = RegRef<'a>> + use<'a> {
+    pub fn regs(&self) -> impl Iterator<Item = RegRef> + use<> {
         self.base.into_iter().chain(self.index)
     }
 
@@ -340,7 +409,7 @@ impl<'a> Address<'a> {
     }
 }
 
-impl fmt::Display for Address<'_> {
+impl fmt::Display for Address {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("[")?;
         let mut first = true;
@@ -367,7 +436,7 @@ impl fmt::Display for Address<'_> {
 
 /// The word in front of a memory operand's brackets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum MemPrefix<'a> {
+pub enum MemPrefix {
     /// `[R0+0x8]`.
     None,
     /// `desc[UR4][R2.64+0x4]`: a global access through a memory descriptor.
@@ -378,50 +447,75 @@ pub enum MemPrefix<'a> {
     Tmem,
     /// `idesc[UR5]`: an instruction descriptor (`UTCHMMA`).
     Idesc,
-    /// Any other word, kept as written.
-    Other(&'a str),
+    /// Any other word (the operand's text has it).
+    Other,
 }
 
 /// A memory operand: `[R0+UR4]`, `desc[UR4][R2.64+0x4]`, `gdesc[UR8]`, `tmem[UR4]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct MemOperand<'a> {
-    pub prefix: MemPrefix<'a>,
+pub struct MemOperand {
+    pub prefix: MemPrefix,
     /// The descriptor register of `desc[UR4][...]`.
-    pub desc: Option<RegRef<'a>>,
-    pub addr: Address<'a>,
+    pub desc: Option<RegRef>,
+    pub addr: Address,
 }
 
 /// The bank of a constant operand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ConstBank<'a> {
+pub enum ConstBank {
     /// `c[0x0][...]`.
     Index(u32),
     /// `cx[UR4][...]`: a bank chosen by a register.
-    Reg(RegRef<'a>),
+    Reg(RegRef),
 }
 
 /// A constant-bank operand: `c[0x0][0x210]`, `c[0x0][RZ]`, `cx[UR4][R0]`, `c[0x0][0x160].H0_H0`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ConstOperand<'a> {
-    pub bank: ConstBank<'a>,
-    pub addr: Address<'a>,
+pub struct ConstOperand {
+    pub bank: ConstBank,
+    pub addr: Address,
     /// The text after `].`, empty when there is none.
-    pub suffix: &'a str,
+    pub suffix: Suffix,
+}
+
+/// A floating-point immediate. Equality and hashing compare the bits, so that a `QNAN`
+/// operand equals itself.
+#[derive(Clone, Copy, Debug)]
+pub struct FloatImm(pub f64);
+
+impl FloatImm {
+    pub const fn value(self) -> f64 {
+        self.0
+    }
+}
+
+impl PartialEq for FloatImm {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+impl Eq for FloatImm {}
+
+impl std::hash::Hash for FloatImm {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.to_bits().hash(state);
+    }
 }
 
 /// What an operand is. Shapes the parser does not know are kept as [`OperandKind::Other`].
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OperandKind<'a> {
     /// `R5`, `RZ`, `UR4`, `P0`, `!PT`, `UPT`, `B0`, `SB0`, `gsb0`, `PR`, `R2.64`, `-RZ`.
-    Reg(RegRef<'a>),
+    Reg(RegRef),
     /// A special register read by `S2R`/`S2UR`/`CS2R`: `SR_TID.X`, `SR_CgaCtaId`, `SRZ`.
     Special(&'a str),
     /// An integer immediate: `0x400`, `12`, `-0x8`. Hex values above `i64::MAX` wrap.
     Imm(i64),
     /// A floating-point immediate: `0.5`, `5.9604644775390625e-08`, `+INF`, `-QNAN`.
-    Float(f64),
-    Mem(MemOperand<'a>),
-    Const(ConstOperand<'a>),
+    Float(FloatImm),
+    Mem(MemOperand),
+    Const(ConstOperand),
     /// A `{5,4,3,2,1,0}` set, as a bit mask (bit `n` for member `n`).
     Set(u64),
     /// A code symbol: `` `(.L_x_8) ``, `` `($kernel$callee) ``, or a bare `$callee` (JSON).
@@ -431,7 +525,7 @@ pub enum OperandKind<'a> {
 }
 
 /// One operand with its span and the decorations written around it.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Operand<'a> {
     pub kind: OperandKind<'a>,
     /// The operand's text in the input, decorations included.
@@ -447,14 +541,14 @@ pub struct Operand<'a> {
 }
 
 impl<'a> Operand<'a> {
-    pub fn reg(&self) -> Option<RegRef<'a>> {
+    pub fn reg(&self) -> Option<RegRef> {
         match self.kind {
             OperandKind::Reg(reg) => Some(reg),
             _ => None,
         }
     }
 
-    pub fn mem(&self) -> Option<&MemOperand<'a>> {
+    pub fn mem(&self) -> Option<&MemOperand> {
         match &self.kind {
             OperandKind::Mem(mem) => Some(mem),
             _ => None,

@@ -9,7 +9,7 @@ use fencelint_source::TextRange;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::ast::{Arch, SassFunction, SassInst, SassModule};
+use crate::ast::{Arch, Operand, SassFunction, SassInst, SassModule};
 use crate::operand::{Stop, claim_symbols, scan_operands};
 use crate::text::{numeric_target, parse_guard, resolve_targets};
 use crate::{ParseError, Parsed, SassFormat};
@@ -69,6 +69,8 @@ struct Scanner<'a> {
     text: &'a str,
     pos: usize,
     errors: Vec<ParseError>,
+    /// A reused buffer for the operands of one instruction.
+    scratch: Vec<Operand<'a>>,
 }
 
 /// The byte offset of `inner` in `outer`; `inner` must be a slice of `outer`.
@@ -83,16 +85,23 @@ fn raw_str(raw: &RawValue) -> Option<&str> {
 }
 
 pub(crate) fn parse_json(text: &str) -> Parsed<SassModule<'_>> {
-    let mut scanner = Scanner { text, pos: 0, errors: Vec::new() };
+    let mut scanner = Scanner { text, pos: 0, errors: Vec::new(), scratch: Vec::new() };
     let mut module =
         SassModule { format: SassFormat::NvdisasmJson, functions: Vec::new(), producer: None };
     scanner.document(&mut module);
     Parsed { value: module, errors: scanner.errors }
 }
 
-/// Parses one function object of a JSON stream (a chunk cut by [`crate::FunctionSplitter`]).
-pub(crate) fn parse_function_object(text: &str, arch: Option<Arch>) -> Parsed<SassModule<'_>> {
-    let mut scanner = Scanner { text, pos: 0, errors: Vec::new() };
+/// Parses the function object in `text[start..end]` (a chunk of a JSON listing); ranges are
+/// relative to `text`.
+pub(crate) fn parse_function_object_in(
+    text: &str,
+    start: usize,
+    end: usize,
+    arch: Option<Arch>,
+) -> Parsed<SassModule<'_>> {
+    let text = &text[..end.min(text.len())];
+    let mut scanner = Scanner { text, pos: start, errors: Vec::new(), scratch: Vec::new() };
     let mut module =
         SassModule { format: SassFormat::NvdisasmJson, functions: Vec::new(), producer: None };
     scanner.skip_ws();
@@ -103,9 +112,48 @@ pub(crate) fn parse_function_object(text: &str, arch: Option<Arch>) -> Parsed<Sa
             scanner.error(scanner.pos, text.len(), "unexpected text after the function object");
         }
     } else {
-        scanner.error(0, text.len(), "expected a JSON function object");
+        scanner.error(start, text.len(), "expected a JSON function object");
     }
     Parsed { value: module, errors: scanner.errors }
+}
+
+/// Finds the architecture and the function objects (`start..end`) of a JSON listing without
+/// parsing them; a truncated last object reaches the end of the text.
+pub(crate) fn split_json(text: &str) -> (Option<Arch>, Vec<(usize, usize)>) {
+    let mut scanner = Scanner { text, pos: 0, errors: Vec::new(), scratch: Vec::new() };
+    let mut objects = Vec::new();
+    scanner.skip_ws();
+    if text[scanner.pos..].starts_with('\u{feff}') {
+        scanner.pos += '\u{feff}'.len_utf8();
+    }
+    if !scanner.eat(b'[') {
+        return (None, objects);
+    }
+    scanner.skip_ws();
+    let meta_start = scanner.pos;
+    let Ok(meta_end) = scanner.value_end(meta_start) else { return (None, objects) };
+    let arch = metadata_arch_of(&text[meta_start..meta_end]);
+    scanner.pos = meta_end;
+    if !scanner.eat(b',') || !scanner.eat(b'[') {
+        return (arch, objects);
+    }
+    loop {
+        scanner.skip_ws();
+        if scanner.peek() != Some(b'{') {
+            break;
+        }
+        let start = scanner.pos;
+        let Ok(end) = scanner.value_end(start) else {
+            objects.push((start, text.len()));
+            break;
+        };
+        objects.push((start, end));
+        scanner.pos = end;
+        if !scanner.eat(b',') {
+            break;
+        }
+    }
+    (arch, objects)
 }
 
 /// The architecture named by a JSON metadata object.
@@ -485,11 +533,13 @@ impl<'a> Scanner<'a> {
         }
         if let Some(operands) = parsed.operands {
             let at = offset_in(text, operands);
+            self.scratch.clear();
             if let Stop::Semicolon(_) | Stop::Comment(_) =
-                scan_operands(operands, 0, at, &mut inst.operands)
+                scan_operands(operands, 0, at, &mut self.scratch)
             {
                 self.error(at, at + operands.len(), "unexpected `;` or comment in JSON operands");
             }
+            inst.operands = self.scratch.as_slice().to_vec();
         }
         claim_symbols(inst.opcode, &mut inst.operands);
         inst.branch_target = numeric_target(inst.opcode, &inst.operands);

@@ -29,6 +29,7 @@ mod ast;
 mod detect;
 mod json;
 mod operand;
+mod scan;
 mod split;
 mod text;
 
@@ -37,11 +38,12 @@ use std::fmt;
 use fencelint_source::TextRange;
 
 pub use ast::{
-    Address, Arch, ConstBank, ConstOperand, Guard, MemOperand, MemPrefix, Operand, OperandKind,
-    RegFile, RegRef, Register, SassFunction, SassInst, SassLabel, SassModule, SrcLine,
+    Address, Arch, ConstBank, ConstOperand, FloatImm, Guard, MemOperand, MemPrefix, Operand,
+    OperandKind, RegFile, RegRef, Register, SassFunction, SassInst, SassLabel, SassModule, SrcLine,
+    Suffix,
 };
 pub use detect::{DETECT_PREFIX, InputFormat, SassFormat, detect, detect_input};
-pub use split::{FunctionSplitter, SassChunk};
+pub use split::{FunctionSplitter, SassChunk, TextChunk, split_functions};
 
 /// A problem found while parsing, with the byte range it concerns.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -6,8 +6,8 @@
 use fencelint_source::TextRange;
 
 use crate::ast::{
-    Address, ConstBank, ConstOperand, MemOperand, MemPrefix, Operand, OperandKind, RegFile, RegRef,
-    Register,
+    Address, ConstBank, ConstOperand, FloatImm, MemOperand, MemPrefix, Operand, OperandKind,
+    RegFile, RegRef, Register, Suffix,
 };
 
 /// Why [`scan_operands`] stopped.
@@ -33,61 +33,76 @@ pub(crate) fn scan_operands<'a>(
     out: &mut Vec<Operand<'a>>,
 ) -> Stop {
     let bytes = text.as_bytes();
+    let len = bytes.len();
     let mut index = from;
-    let mut token_start: Option<usize> = None;
-    let mut depth = 0u32;
-    let flush = |start: &mut Option<usize>, end: usize, out: &mut Vec<Operand<'a>>| {
-        if let Some(begin) = start.take() {
-            out.push(parse_operand(&text[begin..end], base + begin));
-        }
-    };
-    while index < bytes.len() {
-        let byte = bytes[index];
-        if depth > 0 {
-            match byte {
-                b'[' | b'{' | b'(' => depth += 1,
-                b']' | b'}' | b')' => {
-                    depth -= 1;
-                    if depth == 0
-                        && byte == b']'
-                        && bytes.get(index + 1) == Some(&b'[')
-                        && token_start.is_some_and(|start| bytes[start] == b'[')
-                    {
-                        flush(&mut token_start, index + 1, out);
-                    }
-                }
-                b';' => {
-                    flush(&mut token_start, index, out);
-                    return Stop::Semicolon(index);
-                }
-                _ => {}
-            }
+    loop {
+        while index < len && matches!(bytes[index], b',' | b' ' | b'\t') {
             index += 1;
-            continue;
         }
+        let Some(&byte) = bytes.get(index) else { return Stop::End };
         match byte {
-            b';' => {
-                flush(&mut token_start, index, out);
-                return Stop::Semicolon(index);
-            }
-            b',' | b' ' | b'\t' => flush(&mut token_start, index, out),
+            b';' => return Stop::Semicolon(index),
             b'/' if matches!(bytes.get(index + 1), Some(b'/' | b'*')) => {
-                flush(&mut token_start, index, out);
                 return Stop::Comment(index);
             }
-            b'[' | b'{' | b'(' => {
-                token_start.get_or_insert(index);
-                depth += 1;
-            }
-            _ => {
-                token_start.get_or_insert(index);
+            _ => {}
+        }
+        let start = index;
+        let mut depth = 0u32;
+        while index < len {
+            let byte = bytes[index];
+            match BYTE_CLASS[usize::from(byte)] {
+                ORDINARY => index += 1,
+                OPEN => {
+                    depth += 1;
+                    index += 1;
+                }
+                CLOSE => {
+                    depth = depth.saturating_sub(1);
+                    index += 1;
+                    if depth == 0
+                        && byte == b']'
+                        && bytes.get(index) == Some(&b'[')
+                        && bytes[start] == b'['
+                    {
+                        break;
+                    }
+                }
+                SEPARATOR if depth > 0 => index += 1,
+                SLASH if depth > 0 || !matches!(bytes.get(index + 1), Some(b'/' | b'*')) => {
+                    index += 1;
+                }
+                // A separator, a `;` (even inside unbalanced brackets) or a comment.
+                _ => break,
             }
         }
-        index += 1;
+        out.push(parse_operand(&text[start..index], base + start));
     }
-    flush(&mut token_start, bytes.len(), out);
-    Stop::End
 }
+
+const ORDINARY: u8 = 0;
+const SEPARATOR: u8 = 1;
+const SEMICOLON: u8 = 2;
+const SLASH: u8 = 3;
+const OPEN: u8 = 4;
+const CLOSE: u8 = 5;
+
+/// How [`scan_operands`] treats each byte.
+static BYTE_CLASS: [u8; 256] = {
+    let mut table = [ORDINARY; 256];
+    table[b',' as usize] = SEPARATOR;
+    table[b' ' as usize] = SEPARATOR;
+    table[b'\t' as usize] = SEPARATOR;
+    table[b';' as usize] = SEMICOLON;
+    table[b'/' as usize] = SLASH;
+    table[b'[' as usize] = OPEN;
+    table[b'{' as usize] = OPEN;
+    table[b'(' as usize] = OPEN;
+    table[b']' as usize] = CLOSE;
+    table[b'}' as usize] = CLOSE;
+    table[b')' as usize] = CLOSE;
+    table
+};
 
 /// Reads one operand token (no surrounding whitespace, no separators).
 pub(crate) fn parse_operand(token: &str, offset: usize) -> Operand<'_> {
@@ -135,9 +150,8 @@ pub(crate) fn parse_operand(token: &str, offset: usize) -> Operand<'_> {
 fn parse_kind(text: &str) -> Option<OperandKind<'_>> {
     let bytes = text.as_bytes();
     match *bytes.first()? {
-        b'R' | b'U' | b'P' | b'B' | b'g' if !text.contains('[') => {
-            parse_reg(text).map(OperandKind::Reg)
-        }
+        b'R' | b'U' | b'P' | b'B' => parse_reg(text).map(OperandKind::Reg),
+        b'g' if text.starts_with("gsb") => parse_reg(text).map(OperandKind::Reg),
         b'S' => {
             if text.starts_with("SR_") || text == "SRZ" {
                 Some(OperandKind::Special(text))
@@ -177,9 +191,8 @@ fn is_symbol(text: &str) -> bool {
 /// In control-flow instructions, a bare word that no other rule claimed is a code symbol
 /// (nvdisasm JSON writes `CALL.REL.NOINC MyKernel$helper`, `RET.REL.NODEC R2,MyKernel`).
 pub(crate) fn claim_symbols(opcode: &str, operands: &mut [Operand<'_>]) {
-    let base = opcode.split_once('.').map_or(opcode, |(base, _)| base);
     if !matches!(
-        base,
+        crate::text::opcode_base(opcode),
         "CALL"
             | "RET"
             | "BRA"
@@ -218,56 +231,44 @@ fn starts_number(text: &str) -> bool {
 
 /// Reads a register name with an optional suffix: `R2.64`, `URZ`, `UP0`, `PT`, `B1`, `SB0`,
 /// `gsb0`, `UR62.B3`.
-pub(crate) fn parse_reg(text: &str) -> Option<RegRef<'_>> {
-    let (name, suffix) = match text.find('.') {
-        Some(dot) => (&text[..dot], &text[dot + 1..]),
-        None => (text, ""),
+pub(crate) fn parse_reg(text: &str) -> Option<RegRef> {
+    let bytes = text.as_bytes();
+    let dot = bytes.iter().position(|&b| b == b'.').unwrap_or(bytes.len());
+    let suffix = match text.get(dot + 1..) {
+        None => Suffix::NONE,
+        Some(suffix) if !suffix.is_empty() => Suffix::new(suffix)?,
+        Some(_) => return None,
     };
-    if !suffix.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
-        || (text.len() > name.len() && suffix.is_empty())
-    {
-        return None;
-    }
-    let special = |file| Some(Register::new(file, Register::SPECIAL));
-    let reg = match name {
-        "RZ" => special(RegFile::R),
-        "URZ" => special(RegFile::UR),
-        "PT" => special(RegFile::P),
-        "UPT" => special(RegFile::UP),
-        "PR" => special(RegFile::PR),
-        "UPR" => special(RegFile::UPR),
-        _ => {
-            let (file, digits) = if let Some(digits) = name.strip_prefix("UR") {
-                (RegFile::UR, digits)
-            } else if let Some(digits) = name.strip_prefix("UP") {
-                (RegFile::UP, digits)
-            } else if let Some(digits) = name.strip_prefix("SB") {
-                (RegFile::SB, digits)
-            } else if let Some(digits) = name.strip_prefix("gsb") {
-                (RegFile::Gsb, digits)
-            } else if let Some(digits) = name.strip_prefix('R') {
-                (RegFile::R, digits)
-            } else if let Some(digits) = name.strip_prefix('P') {
-                (RegFile::P, digits)
-            } else if let Some(digits) = name.strip_prefix('B') {
-                (RegFile::B, digits)
-            } else {
-                return None;
-            };
-            let index = parse_small(digits)?;
-            Some(Register::new(file, index))
-        }
-    }?;
-    Some(RegRef { reg, suffix })
+    let (file, digits) = match &bytes[..dot] {
+        b"RZ" => (RegFile::R, None),
+        b"URZ" => (RegFile::UR, None),
+        b"PT" => (RegFile::P, None),
+        b"UPT" => (RegFile::UP, None),
+        b"PR" => (RegFile::PR, None),
+        b"UPR" => (RegFile::UPR, None),
+        [b'R', digits @ ..] => (RegFile::R, Some(digits)),
+        [b'U', b'R', digits @ ..] => (RegFile::UR, Some(digits)),
+        [b'U', b'P', digits @ ..] => (RegFile::UP, Some(digits)),
+        [b'P', digits @ ..] => (RegFile::P, Some(digits)),
+        [b'S', b'B', digits @ ..] => (RegFile::SB, Some(digits)),
+        [b'B', digits @ ..] => (RegFile::B, Some(digits)),
+        [b'g', b's', b'b', digits @ ..] => (RegFile::Gsb, Some(digits)),
+        _ => return None,
+    };
+    let index = match digits {
+        None => Register::SPECIAL,
+        Some(digits) => parse_small(digits)?,
+    };
+    Some(RegRef { reg: Register::new(file, index), suffix })
 }
 
 /// Reads up to four decimal digits.
-fn parse_small(digits: &str) -> Option<u16> {
+fn parse_small(digits: &[u8]) -> Option<u16> {
     if digits.is_empty() || digits.len() > 4 {
         return None;
     }
     let mut value = 0u16;
-    for byte in digits.bytes() {
+    for &byte in digits {
         if !byte.is_ascii_digit() {
             return None;
         }
@@ -325,7 +326,7 @@ fn parse_number(text: &str) -> Option<OperandKind<'_>> {
         _ => None,
     };
     if let Some(value) = special {
-        return Some(OperandKind::Float(if negative { -value } else { value }));
+        return Some(OperandKind::Float(FloatImm(if negative { -value } else { value })));
     }
     let is_hex = unsigned.starts_with("0x") || unsigned.starts_with("0X");
     if !is_hex && unsigned.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) {
@@ -335,20 +336,20 @@ fn parse_number(text: &str) -> Option<OperandKind<'_>> {
         {
             return None;
         }
-        return text.parse::<f64>().ok().map(OperandKind::Float);
+        return text.parse::<f64>().ok().map(|value| OperandKind::Float(FloatImm(value)));
     }
     parse_int(text).map(OperandKind::Imm)
 }
 
 /// Reads `[...]` at the start of `text`; returns the address and the text after `]`.
-fn parse_bracket(text: &str) -> Option<(Address<'_>, &str)> {
+fn parse_bracket(text: &str) -> Option<(Address, &str)> {
     let inner_start = text.strip_prefix('[')?;
     let close = inner_start.find(']')?;
     Some((parse_address(&inner_start[..close])?, &inner_start[close + 1..]))
 }
 
 /// Reads the inside of `[...]`: terms joined by `+` (or `-` before an immediate).
-pub(crate) fn parse_address(inner: &str) -> Option<Address<'_>> {
+pub(crate) fn parse_address(inner: &str) -> Option<Address> {
     let bytes = inner.as_bytes();
     if bytes.is_empty() {
         return None;
@@ -411,8 +412,8 @@ fn parse_prefixed(text: &str) -> Option<OperandKind<'_>> {
         };
         let (addr, rest) = parse_bracket(&inner_start[close + 1..])?;
         let suffix = match rest.strip_prefix('.') {
-            Some(suffix) if !suffix.is_empty() => suffix,
-            _ if rest.is_empty() => "",
+            Some(suffix) if !suffix.is_empty() => Suffix::new(suffix)?,
+            _ if rest.is_empty() => Suffix::NONE,
             _ => return None,
         };
         return Some(OperandKind::Const(ConstOperand { bank, addr, suffix }));
@@ -422,7 +423,7 @@ fn parse_prefixed(text: &str) -> Option<OperandKind<'_>> {
         "gdesc" => MemPrefix::Gdesc,
         "tmem" => MemPrefix::Tmem,
         "idesc" => MemPrefix::Idesc,
-        _ => MemPrefix::Other(word),
+        _ => MemPrefix::Other,
     };
     let (first, rest) = parse_bracket(brackets)?;
     if rest.is_empty() {
@@ -463,8 +464,8 @@ mod tests {
         parse_operand(token, 0)
     }
 
-    fn reg(file: RegFile, index: u16, suffix: &str) -> OperandKind<'_> {
-        OperandKind::Reg(RegRef { reg: Register::new(file, index), suffix })
+    fn reg(file: RegFile, index: u16, suffix: &str) -> OperandKind<'static> {
+        OperandKind::Reg(RegRef::new(Register::new(file, index), suffix).unwrap())
     }
 
     const SPECIAL: u16 = Register::SPECIAL;
@@ -536,16 +537,15 @@ mod tests {
         assert_eq!(one("SRZ").kind, OperandKind::Special("SRZ"));
     }
 
-    fn mem(token: &str) -> MemOperand<'_> {
+    fn mem(token: &str) -> MemOperand {
         match parse_operand(token, 0).kind {
             OperandKind::Mem(mem) => mem,
             other => panic!("{token}: {other:?}"),
         }
     }
 
-    #[allow(clippy::unnecessary_wraps)]
-    fn rr(file: RegFile, index: u16, suffix: &str) -> Option<RegRef<'_>> {
-        Some(RegRef { reg: Register::new(file, index), suffix })
+    fn rr(file: RegFile, index: u16, suffix: &str) -> Option<RegRef> {
+        RegRef::new(Register::new(file, index), suffix)
     }
 
     #[test]
@@ -595,10 +595,10 @@ mod tests {
         let m = mem("idesc[UR5]");
         assert_eq!(m.prefix, MemPrefix::Idesc);
         let m = mem("smem[UR5+0x10]");
-        assert_eq!(m.prefix, MemPrefix::Other("smem"));
+        assert_eq!(m.prefix, MemPrefix::Other);
     }
 
-    fn konst(token: &str) -> ConstOperand<'_> {
+    fn konst(token: &str) -> ConstOperand {
         match parse_operand(token, 0).kind {
             OperandKind::Const(c) => c,
             other => panic!("{token}: {other:?}"),
@@ -614,10 +614,7 @@ mod tests {
         let c = konst("c[0x4][0x8]");
         assert_eq!(c.bank, ConstBank::Index(4));
         let c = konst("cx[UR4][R0]");
-        assert_eq!(
-            c.bank,
-            ConstBank::Reg(RegRef { reg: Register::new(RegFile::UR, 4), suffix: "" })
-        );
+        assert_eq!(c.bank, ConstBank::Reg(RegRef::plain(Register::new(RegFile::UR, 4))));
         assert_eq!(c.addr.base, rr(RegFile::R, 0, ""));
         let c = konst("c[0x0][0x160].H0_H0");
         assert_eq!(c.suffix, "H0_H0");
@@ -631,19 +628,19 @@ mod tests {
         assert_eq!(one("-0x8").kind, OperandKind::Imm(-8));
         assert_eq!(one("-1").kind, OperandKind::Imm(-1));
         assert!(!one("-0x8").neg);
-        assert_eq!(one("0.5").kind, OperandKind::Float(0.5));
+        assert_eq!(one("0.5").kind, OperandKind::Float(FloatImm(0.5)));
         assert_eq!(
             one("5.9604644775390625e-08").kind,
-            OperandKind::Float(5.960_464_477_539_063e-8)
+            OperandKind::Float(FloatImm(5.960_464_477_539_063e-8))
         );
         assert_eq!(
             one("1.84467440737095516160e+19").kind,
-            OperandKind::Float(1.844_674_407_370_955_2e19)
+            OperandKind::Float(FloatImm(1.844_674_407_370_955_2e19))
         );
-        assert_eq!(one("+INF").kind, OperandKind::Float(f64::INFINITY));
-        assert_eq!(one("INF").kind, OperandKind::Float(f64::INFINITY));
-        assert_eq!(one("-INF").kind, OperandKind::Float(f64::NEG_INFINITY));
-        assert!(matches!(one("-QNAN").kind, OperandKind::Float(v) if v.is_nan()));
+        assert_eq!(one("+INF").kind, OperandKind::Float(FloatImm(f64::INFINITY)));
+        assert_eq!(one("INF").kind, OperandKind::Float(FloatImm(f64::INFINITY)));
+        assert_eq!(one("-INF").kind, OperandKind::Float(FloatImm(f64::NEG_INFINITY)));
+        assert!(matches!(one("-QNAN").kind, OperandKind::Float(v) if v.0.is_nan()));
         assert_eq!(one("0xffffffffffffffff").kind, OperandKind::Imm(-1));
     }
 
@@ -693,7 +690,7 @@ mod tests {
         assert_eq!((ops.len(), stop), (2, Stop::End));
         assert_eq!(ops[1].range, TextRange::new(4, 11));
         let (ops, _) = scan("R6,R0,+INF ");
-        assert_eq!(ops[2].kind, OperandKind::Float(f64::INFINITY));
+        assert_eq!(ops[2].kind, OperandKind::Float(FloatImm(f64::INFINITY)));
         let (ops, stop) = scan("`(.L_x_4);");
         assert_eq!((ops.len(), stop), (1, Stop::Semicolon(9)));
         let (ops, stop) = scan("R1, R2 // expect: [rule]");

@@ -7,9 +7,14 @@
 
 use std::io::{self, BufRead};
 
+use fencelint_source::TextRange;
+
 use crate::ast::{Arch, SassModule};
-use crate::json::{metadata_arch_of, parse_function_object};
-use crate::text::{Context, code_section_function, parse_listing, separator_section, skip_blanks};
+use crate::json::{metadata_arch_of, parse_function_object_in, split_json};
+use crate::scan::find_byte;
+use crate::text::{
+    Context, code_section_function, parse_listing_in, separator_section, skip_blanks,
+};
 use crate::{Parsed, SassFormat};
 
 /// The longest line kept when skipping text outside functions; the rest is discarded.
@@ -41,10 +46,12 @@ impl SassChunk {
     /// for positions in the stream.
     pub fn parse(&self) -> Parsed<SassModule<'_>> {
         match self.format {
-            SassFormat::NvdisasmJson => parse_function_object(&self.text, self.arch),
+            SassFormat::NvdisasmJson => {
+                parse_function_object_in(&self.text, 0, self.text.len(), self.arch)
+            }
             format => {
                 let context = Context { arch: self.arch, binary: self.binary.as_deref() };
-                parse_listing(&self.text, format, context)
+                parse_listing_in(&self.text, 0, self.text.len(), format, context)
             }
         }
     }
@@ -220,9 +227,12 @@ impl<R: BufRead> FunctionSplitter<R> {
             if in_chunk {
                 // The line was appended to the chunk; move it out if it starts something else.
                 let start = self.chunk.len() - read;
-                let action =
-                    classify(&self.chunk[start..], self.function.as_deref(), self.has_code);
-                match action {
+                if is_code_line(&self.chunk[start..]) {
+                    self.has_code = true;
+                    continue;
+                }
+                let line = String::from_utf8_lossy(&self.chunk[start..]);
+                match classify(&line, self.function.as_deref(), self.has_code) {
                     Action::Code => self.has_code = true,
                     Action::Keep => {}
                     Action::KeepAndClose => {
@@ -231,12 +241,13 @@ impl<R: BufRead> FunctionSplitter<R> {
                         return Ok(chunk);
                     }
                     _ => {
+                        drop(line);
                         self.scratch.clear();
                         self.scratch.extend_from_slice(&self.chunk[start..]);
                         self.chunk.truncate(start);
                         let chunk = self.finish_chunk();
                         self.mode = Mode::Outside;
-                        self.outside_line(action, line_offset, line_number);
+                        self.outside_line(line_offset, line_number);
                         if chunk.is_some() {
                             return Ok(chunk);
                         }
@@ -244,40 +255,21 @@ impl<R: BufRead> FunctionSplitter<R> {
                 }
                 continue;
             }
-            let action = classify(&self.scratch, None, false);
-            self.outside_line(action, line_offset, line_number);
+            self.outside_line(line_offset, line_number);
         }
     }
 
-    /// Handles a line (in `self.scratch`) read outside any chunk.
-    fn outside_line(&mut self, action: Action, line_offset: u64, line_number: u64) {
-        match action {
-            Action::Start(name, format) => self.start_chunk(name, format, line_offset, line_number),
-            Action::Code if self.mode == Mode::Outside => {
-                self.start_chunk(String::new(), SassFormat::NvdisasmText, line_offset, line_number);
-                self.has_code = true;
+    /// Handles the line in `self.scratch`, read outside any chunk.
+    fn outside_line(&mut self, line_offset: u64, line_number: u64) {
+        let line = String::from_utf8_lossy(&self.scratch).into_owned();
+        let action = classify(&line, None, false);
+        match outside(&mut self.mode, &mut self.arch, action) {
+            Outside::Nothing => {}
+            Outside::Binary(binary) => self.binary = binary.map(str::to_owned),
+            Outside::Start { function, format, has_code } => {
+                self.start_chunk(function.to_owned(), format, line_offset, line_number);
+                self.has_code = has_code;
             }
-            Action::EnterData => self.mode = Mode::Data,
-            Action::Fatbin { ptx } => {
-                self.arch = None;
-                self.binary = None;
-                self.mode = if ptx { Mode::Data } else { Mode::Outside };
-            }
-            Action::Arch(arch) => {
-                self.arch = Some(arch);
-                if self.mode == Mode::Data {
-                    self.mode = Mode::Outside;
-                }
-            }
-            Action::CodeFor(arch) => {
-                self.arch = arch.or(self.arch);
-                self.mode = Mode::Outside;
-            }
-            Action::Header(key, value) if self.mode == Mode::Outside => match key {
-                HeaderKey::Arch => self.arch = Arch::parse(&value),
-                HeaderKey::Identifier => self.binary = Some(value),
-            },
-            _ => {}
         }
     }
 
@@ -323,7 +315,7 @@ impl<R: BufRead> FunctionSplitter<R> {
                             let text = String::from_utf8(object).unwrap_or_else(|error| {
                                 String::from_utf8_lossy(error.as_bytes()).into_owned()
                             });
-                            let function = function_name_of(&text);
+                            let function = json_function_name(&text).to_owned();
                             return Ok(Some(SassChunk {
                                 text,
                                 format: SassFormat::NvdisasmJson,
@@ -466,9 +458,9 @@ enum HeaderKey {
     Identifier,
 }
 
-/// What a line means to the splitter.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Action {
+/// What a line means to the splitters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Action<'l> {
     /// Part of the current function (or ignorable outside one).
     Keep,
     /// An instruction or encoding line.
@@ -476,7 +468,7 @@ enum Action {
     /// The cuobjdump terminator: part of the function, which ends with it.
     KeepAndClose,
     /// A function header.
-    Start(String, SassFormat),
+    Start(&'l str, SassFormat),
     /// A data section or the symbol trailer begins.
     EnterData,
     /// A fat-binary entry header.
@@ -487,23 +479,29 @@ enum Action {
     Arch(Arch),
     /// `code for sm_XX`.
     CodeFor(Option<Arch>),
-    Header(HeaderKey, String),
+    Header(HeaderKey, &'l str),
 }
 
-/// Classifies a line for the splitter; `function` and `has_code` describe the open chunk.
-fn classify(line: &[u8], function: Option<&str>, has_code: bool) -> Action {
+/// Whether a line is an instruction or encoding line (`/*...`): the common case, decided
+/// without looking further.
+fn is_code_line(line: &[u8]) -> bool {
     let first = skip_blanks(line, 0);
-    let rest = &line[first..];
-    let Some(&head) = rest.first() else { return Action::Keep };
+    line.get(first..first + 2) == Some(b"/*")
+}
+
+/// Classifies a line for the splitters; `function` and `has_code` describe the open chunk.
+fn classify<'l>(line: &'l str, function: Option<&str>, has_code: bool) -> Action<'l> {
+    let first = skip_blanks(line.as_bytes(), 0);
+    let rest = line[first..].trim_end();
+    let Some(&head) = rest.as_bytes().first() else { return Action::Keep };
     if head == b'/' {
-        if rest.get(1) == Some(&b'*') {
+        if rest.starts_with("/*") {
             return Action::Code;
         }
-        if rest.starts_with(b"//---") {
-            let text = String::from_utf8_lossy(rest);
-            let Some(section) = separator_section(text.trim_end()) else { return Action::Keep };
+        if rest.starts_with("//---") {
+            let Some(section) = separator_section(rest) else { return Action::Keep };
             if let Some(name) = code_section_function(section) {
-                return Action::Start(name.to_owned(), SassFormat::NvdisasmText);
+                return Action::Start(name, SassFormat::NvdisasmText);
             }
             if section.starts_with('.') || section == "SYMBOLS" {
                 return Action::EnterData;
@@ -512,62 +510,235 @@ fn classify(line: &[u8], function: Option<&str>, has_code: bool) -> Action {
         return Action::Keep;
     }
     if head == b'.' {
-        if rest.starts_with(b".section") && rest.get(8).is_some_and(u8::is_ascii_whitespace) {
-            let text = String::from_utf8_lossy(rest);
-            let argument = text[".section".len()..].trim_start();
-            let section = argument.split([',', ' ', '\t', '\r', '\n']).next().unwrap_or("");
+        let (directive, argument) = rest.split_once([' ', '\t']).unwrap_or((rest, ""));
+        let argument = argument.trim_start();
+        if directive == ".section" {
+            let section = argument.split([',', ' ', '\t']).next().unwrap_or("");
             return match code_section_function(section) {
                 Some(name) if function == Some(name) && !has_code => Action::Keep,
-                Some(name) => Action::Start(name.to_owned(), SassFormat::NvdisasmText),
+                Some(name) => Action::Start(name, SassFormat::NvdisasmText),
                 None => Action::EnterData,
             };
         }
-        if rest.starts_with(b".target") && rest.get(7).is_some_and(u8::is_ascii_whitespace) {
-            let text = String::from_utf8_lossy(&rest[".target".len()..]);
-            if let Some(arch) = Arch::parse(text.trim()) {
-                return if function.is_some() { Action::Keep } else { Action::Arch(arch) };
-            }
+        if directive == ".target"
+            && let Some(arch) = Arch::parse(argument)
+        {
+            return if function.is_some() { Action::Keep } else { Action::Arch(arch) };
         }
         return Action::Keep;
     }
-    if rest.starts_with(b"Function :") || rest.starts_with(b"Function:") {
-        let text = String::from_utf8_lossy(rest);
-        let name = text.split_once(':').map_or("", |(_, name)| name).trim();
-        return Action::Start(name.to_owned(), SassFormat::CuobjdumpText);
+    if let Some(name) = rest.strip_prefix("Function :").or_else(|| rest.strip_prefix("Function:")) {
+        return Action::Start(name.trim(), SassFormat::CuobjdumpText);
     }
-    if rest.starts_with(b"..........") {
+    if rest.starts_with("..........") {
         return Action::KeepAndClose;
     }
-    if rest.starts_with(b"Fatbin ") {
-        return Action::Fatbin { ptx: rest.starts_with(b"Fatbin ptx") };
+    if rest.starts_with("Fatbin ") {
+        return Action::Fatbin { ptx: rest.starts_with("Fatbin ptx") };
     }
-    if let Some(arch) = rest.strip_prefix(b"code for ") {
-        return Action::CodeFor(Arch::parse(String::from_utf8_lossy(arch).trim()));
+    if let Some(arch) = rest.strip_prefix("code for ") {
+        return Action::CodeFor(Arch::parse(arch));
     }
     if function.is_none() {
-        let text = String::from_utf8_lossy(rest);
-        let text = text.trim_end();
-        if let Some(value) = text.strip_prefix("arch = ") {
-            return Action::Header(HeaderKey::Arch, value.trim().to_owned());
+        if let Some(value) = rest.strip_prefix("arch = ") {
+            return Action::Header(HeaderKey::Arch, value.trim());
         }
-        if let Some(value) = text.strip_prefix("identifier = ") {
-            return Action::Header(HeaderKey::Identifier, value.trim().to_owned());
+        if let Some(value) = rest.strip_prefix("identifier = ") {
+            return Action::Header(HeaderKey::Identifier, value.trim());
         }
         let looks_like_inst = head == b'@' || head.is_ascii_uppercase();
-        if looks_like_inst && text.contains(';') && !text.contains(" = ") {
+        if looks_like_inst && rest.contains(';') && !rest.contains(" = ") {
             return Action::Code;
         }
     }
     Action::Keep
 }
 
+/// What a line outside any function does.
+enum Outside<'l> {
+    Nothing,
+    /// The fat-binary identifier changes.
+    Binary(Option<&'l str>),
+    /// A function starts with this line.
+    Start {
+        function: &'l str,
+        format: SassFormat,
+        has_code: bool,
+    },
+}
+
+/// Applies a line read outside any function to the splitter state.
+fn outside<'l>(mode: &mut Mode, arch: &mut Option<Arch>, action: Action<'l>) -> Outside<'l> {
+    match action {
+        Action::Start(function, format) => {
+            *mode = Mode::Code;
+            Outside::Start { function, format, has_code: false }
+        }
+        Action::Code if *mode == Mode::Outside => {
+            *mode = Mode::Code;
+            Outside::Start { function: "", format: SassFormat::NvdisasmText, has_code: true }
+        }
+        Action::EnterData => {
+            *mode = Mode::Data;
+            Outside::Nothing
+        }
+        Action::Fatbin { ptx } => {
+            *arch = None;
+            *mode = if ptx { Mode::Data } else { Mode::Outside };
+            Outside::Binary(None)
+        }
+        Action::Arch(parsed) => {
+            *arch = Some(parsed);
+            if *mode == Mode::Data {
+                *mode = Mode::Outside;
+            }
+            Outside::Nothing
+        }
+        Action::CodeFor(parsed) => {
+            *arch = parsed.or(*arch);
+            *mode = Mode::Outside;
+            Outside::Nothing
+        }
+        Action::Header(key, value) if *mode == Mode::Outside => match key {
+            HeaderKey::Arch => {
+                *arch = Arch::parse(value);
+                Outside::Nothing
+            }
+            HeaderKey::Identifier => Outside::Binary(Some(value)),
+        },
+        _ => Outside::Nothing,
+    }
+}
+
+/// One function of a text held in memory, with its context; made by [`split_functions`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TextChunk<'a> {
+    /// The whole input.
+    pub input: &'a str,
+    /// The function's part of the input (its lines, or its JSON object).
+    pub range: TextRange,
+    pub format: SassFormat,
+    /// The function name from the header (empty for code with no header).
+    pub function: &'a str,
+    pub arch: Option<Arch>,
+    pub binary: Option<&'a str>,
+}
+
+impl<'a> TextChunk<'a> {
+    /// The function's text.
+    pub fn text(&self) -> &'a str {
+        &self.input[self.range.to_usize()]
+    }
+
+    /// Parses the chunk; ranges are relative to the whole input, as with [`crate::parse`].
+    pub fn parse(&self) -> Parsed<SassModule<'a>> {
+        let range = self.range.to_usize();
+        match self.format {
+            SassFormat::NvdisasmJson => {
+                parse_function_object_in(self.input, range.start, range.end, self.arch)
+            }
+            format => {
+                let context = Context { arch: self.arch, binary: self.binary };
+                parse_listing_in(self.input, range.start, range.end, format, context)
+            }
+        }
+    }
+}
+
+/// Cuts a listing held in memory into its functions without copying, so that they can be
+/// parsed in parallel (`chunks.par_iter().map(TextChunk::parse)`). The chunks are the same as
+/// [`FunctionSplitter`]'s; parsing them all gives the functions of [`crate::parse`].
+pub fn split_functions(text: &str) -> Vec<TextChunk<'_>> {
+    if crate::detect(text) == Some(SassFormat::NvdisasmJson) {
+        let (arch, objects) = split_json(text);
+        return objects
+            .into_iter()
+            .map(|(start, end)| TextChunk {
+                input: text,
+                range: TextRange::from_usize(start, end),
+                format: SassFormat::NvdisasmJson,
+                function: json_function_name(&text[start..end]),
+                arch,
+                binary: None,
+            })
+            .collect();
+    }
+    let bytes = text.as_bytes();
+    let mut chunks = Vec::new();
+    let mut mode = Mode::Outside;
+    let mut arch = None;
+    let mut binary = None;
+    // The open chunk: its function, format, start and whether it has code.
+    let mut open: Option<(&str, SassFormat, usize, bool)> = None;
+    let mut start = 0;
+    while start < bytes.len() {
+        let end = find_byte(bytes, start, b'\n').map_or(bytes.len(), |newline| newline + 1);
+        let line = &text[start..end];
+        if let Some((function, format, chunk_start, has_code)) = &mut open {
+            if is_code_line(line.as_bytes()) {
+                *has_code = true;
+                start = end;
+                continue;
+            }
+            let action = classify(line, Some(function), *has_code);
+            let close_at = match action {
+                Action::Code => {
+                    *has_code = true;
+                    None
+                }
+                Action::Keep => None,
+                Action::KeepAndClose => Some(end),
+                _ => Some(start),
+            };
+            if let Some(close_at) = close_at {
+                chunks.push(TextChunk {
+                    input: text,
+                    range: TextRange::from_usize(*chunk_start, close_at),
+                    format: *format,
+                    function,
+                    arch,
+                    binary,
+                });
+                open = None;
+                mode = Mode::Outside;
+                if close_at == end {
+                    start = end;
+                    continue;
+                }
+            } else {
+                start = end;
+                continue;
+            }
+        }
+        match outside(&mut mode, &mut arch, classify(line, None, false)) {
+            Outside::Nothing => {}
+            Outside::Binary(value) => binary = value,
+            Outside::Start { function, format, has_code } => {
+                open = Some((function, format, start, has_code));
+            }
+        }
+        start = end;
+    }
+    if let Some((function, format, chunk_start, _)) = open {
+        chunks.push(TextChunk {
+            input: text,
+            range: TextRange::from_usize(chunk_start, bytes.len()),
+            format,
+            function,
+            arch,
+            binary,
+        });
+    }
+    chunks
+}
+
 /// The `function-name` of a JSON function object, found without parsing the whole object.
-fn function_name_of(object: &str) -> String {
-    let Some(at) = object.find("\"function-name\"") else { return String::new() };
+fn json_function_name(object: &str) -> &str {
+    let Some(at) = object.find("\"function-name\"") else { return "" };
     let rest = object[at + "\"function-name\"".len()..].trim_start();
-    let Some(rest) = rest.strip_prefix(':') else { return String::new() };
-    let Some(rest) = rest.trim_start().strip_prefix('"') else { return String::new() };
-    rest.find('"').map_or_else(String::new, |end| rest[..end].to_owned())
+    let Some(rest) = rest.strip_prefix(':') else { return "" };
+    let Some(rest) = rest.trim_start().strip_prefix('"') else { return "" };
+    rest.find('"').map_or("", |end| &rest[..end])
 }
 
 fn count_newlines(bytes: &[u8]) -> u64 {

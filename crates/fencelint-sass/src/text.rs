@@ -9,10 +9,12 @@
 use fencelint_source::TextRange;
 
 use crate::ast::{
-    Arch, Guard, OperandKind, RegFile, Register, SassFunction, SassInst, SassLabel, SassModule,
-    SrcLine,
+    Arch, Guard, Operand, OperandKind, RegFile, Register, SassFunction, SassInst, SassLabel,
+    SassModule, SrcLine,
 };
 use crate::operand::{Stop, claim_symbols, parse_hex, scan_operands};
+pub(crate) use crate::scan::skip_blanks;
+use crate::scan::{find_byte, find_pair};
 use crate::{ParseError, Parsed, SassFormat};
 
 /// What the parser knows about the cubin around the functions it reads.
@@ -29,6 +31,19 @@ pub(crate) fn parse_listing<'a>(
     format: SassFormat,
     context: Context<'a>,
 ) -> Parsed<SassModule<'a>> {
+    parse_listing_in(text, 0, text.len(), format, context)
+}
+
+/// Parses the lines of `text[start..end]` (`start` at a line start); ranges are relative to
+/// `text`.
+pub(crate) fn parse_listing_in<'a>(
+    text: &'a str,
+    start: usize,
+    end: usize,
+    format: SassFormat,
+    context: Context<'a>,
+) -> Parsed<SassModule<'a>> {
+    let text_end = end.min(text.len());
     let mut parser = Parser {
         text,
         errors: Vec::new(),
@@ -41,16 +56,20 @@ pub(crate) fn parse_listing<'a>(
         ptx_line: None,
         last_was_inst: false,
         inline_pending: false,
+        scratch: Vec::new(),
     };
-    let bytes = text.as_bytes();
-    let mut start = 0;
+    let bytes = &text.as_bytes()[..text_end];
+    let mut start = start;
     while start < bytes.len() {
-        let newline = text[start..].find('\n').map_or(bytes.len(), |at| start + at);
+        // Leading blanks are skipped once, and the newline is searched only after them (an
+        // encoding continuation line is mostly blanks).
+        let first = skip_blanks(bytes, start);
+        let newline = find_byte(bytes, first, b'\n').unwrap_or(bytes.len());
         let mut end = newline;
-        if end > start && bytes[end - 1] == b'\r' {
+        if end > first && bytes[end - 1] == b'\r' {
             end -= 1;
         }
-        parser.line(start, end);
+        parser.line(start, first, end);
         start = newline + 1;
     }
     parser.close_function();
@@ -95,22 +114,7 @@ struct Parser<'a> {
     last_was_inst: bool,
     /// Whether the last marker was an `inlined at` one and no instruction followed it yet.
     inline_pending: bool,
-}
-
-/// Skips spaces and tabs, eight at a time where possible.
-pub(crate) fn skip_blanks(bytes: &[u8], mut index: usize) -> usize {
-    const SPACES: u64 = u64::from_ne_bytes([b' '; 8]);
-    while let Some(chunk) = bytes.get(index..index + 8) {
-        let word = u64::from_ne_bytes(chunk.try_into().unwrap_or([0; 8]));
-        if word != SPACES {
-            break;
-        }
-        index += 8;
-    }
-    while index < bytes.len() && matches!(bytes[index], b' ' | b'\t') {
-        index += 1;
-    }
-    index
+    scratch: Vec<Operand<'a>>,
 }
 
 fn trim_end_blanks(bytes: &[u8], from: usize, mut end: usize) -> usize {
@@ -150,9 +154,8 @@ impl<'a> Parser<'a> {
             .push(ParseError { range: TextRange::from_usize(start, end), message: message.into() });
     }
 
-    fn line(&mut self, start: usize, end: usize) {
+    fn line(&mut self, start: usize, first: usize, end: usize) {
         let bytes = self.text.as_bytes();
-        let first = skip_blanks(bytes, start);
         if first >= end {
             return;
         }
@@ -294,8 +297,11 @@ impl<'a> Parser<'a> {
             self.error(first, end, "missing opcode");
             malformed = true;
         }
-        let mut operands = Vec::new();
-        let stop = scan_operands(&text[..end], index, 0, &mut operands);
+        // Operands are collected in a reused buffer and copied out at their exact size: one
+        // allocation per instruction, none for growth.
+        self.scratch.clear();
+        let stop = scan_operands(&text[..end], index, 0, &mut self.scratch);
+        let mut operands = self.scratch.as_slice().to_vec();
         let (inst_end, tail) = match stop {
             Stop::Semicolon(at) => (at + 1, at + 1),
             Stop::Comment(at) => (trim_end_blanks(bytes, first, at), at),
@@ -349,7 +355,7 @@ impl<'a> Parser<'a> {
             return None;
         }
         if bytes[index..end].starts_with(b"/*") {
-            let close = self.text[index..end].find("*/").map_or(end, |at| index + at + 2);
+            let close = find_pair(&bytes[..end], index + 2, b'*', b'/').map_or(end, |at| at + 2);
             let after = skip_blanks(bytes, close);
             if after < end && !bytes[after..end].starts_with(b"//") {
                 self.error(after, end, "unexpected text after the instruction");
@@ -582,15 +588,21 @@ pub(crate) fn end_address(instructions: &[SassInst<'_>]) -> u64 {
     }
 }
 
+/// The opcode up to its first `.`.
+pub(crate) fn opcode_base(opcode: &str) -> &str {
+    let dot = opcode.bytes().position(|b| b == b'.').unwrap_or(opcode.len());
+    &opcode[..dot]
+}
+
 /// The target of a branch written as a number (`BRA 0x200`, `BSSY B0, 0x210`,
 /// `CALL.REL.NOINC 0x2b0`): the last operand of a relative control-flow opcode.
 pub(crate) fn numeric_target(opcode: &str, operands: &[crate::ast::Operand<'_>]) -> Option<u64> {
-    let base = opcode.split_once('.').map_or(opcode, |(base, _)| base);
+    let base = opcode_base(opcode);
     let takes_target = matches!(
         base,
         "BRA" | "BSSY" | "CALL" | "JMP" | "SSY" | "PBK" | "PCNT" | "PRET" | "CAL" | "JCAL"
     );
-    if !takes_target || opcode.split('.').any(|modifier| modifier == "ABS") {
+    if !takes_target || opcode.contains(".ABS") {
         return None;
     }
     match operands.last()?.kind {

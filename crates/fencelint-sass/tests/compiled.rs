@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use fencelint_sass::{
     Arch, FunctionSplitter, MemPrefix, OperandKind, RegFile, SassFormat, SassFunction, SassInst,
-    SassModule, detect, parse,
+    SassModule, detect, parse, split_functions,
 };
 
 fn data_dir() -> PathBuf {
@@ -402,6 +402,39 @@ fn streamed_chunks_parse_like_the_whole_text() {
                 assert_eq!(a.encoding.map(|r| r.shifted(offset)), e.encoding);
             }
             assert_eq!(actual.labels.len(), expected.labels.len());
+        }
+    }
+}
+
+#[test]
+fn in_memory_chunks_parse_like_the_whole_text() {
+    for path in data_files() {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let whole = parse_clean(&name, &text);
+        let streamed = split_all(&text);
+        let chunks = split_functions(&text);
+        assert_eq!(chunks.len(), whole.functions.len(), "{name}");
+        for ((chunk, stream), expected) in chunks.iter().zip(&streamed).zip(&whole.functions) {
+            assert_eq!(chunk.function, stream.function, "{name}");
+            assert_eq!((chunk.arch, chunk.binary), (stream.arch, stream.binary.as_deref()));
+            assert_eq!(u64::from(chunk.range.start), stream.offset, "{name}");
+            assert_eq!(chunk.text(), stream.text, "{name}");
+            let parsed = chunk.parse();
+            assert!(parsed.errors.is_empty(), "{name}: {:?}", parsed.errors);
+            assert_eq!(parsed.value.functions.len(), 1);
+            // Ranges are relative to the whole text: the function is exactly the same.
+            let actual = &parsed.value.functions[0];
+            assert_eq!(
+                (actual.name, actual.arch, actual.binary, actual.range),
+                (expected.name, expected.arch, expected.binary, expected.range),
+                "{name}"
+            );
+            assert_eq!(actual.labels, expected.labels, "{name}");
+            assert_eq!(actual.instructions.len(), expected.instructions.len(), "{name}");
+            for (a, e) in actual.instructions.iter().zip(&expected.instructions) {
+                assert_eq!(a, e, "{name}");
+            }
         }
     }
 }

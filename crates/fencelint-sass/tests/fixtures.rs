@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use fencelint_sass::{FunctionSplitter, OperandKind, SassFormat, detect, parse};
+use fencelint_sass::{FunctionSplitter, OperandKind, SassFormat, detect, parse, split_functions};
 
 fn listings(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
@@ -77,6 +77,15 @@ fn every_fixture_listing_parses_cleanly() {
             let streamed = &parsed.value.functions[0];
             assert_eq!((streamed.name, streamed.arch), (function.name, function.arch), "{name}");
             assert_eq!(streamed.instructions.len(), function.instructions.len(), "{name}");
+        }
+        let in_memory = split_functions(&text);
+        assert_eq!(in_memory.len(), module.functions.len(), "{name}");
+        for (chunk, function) in in_memory.iter().zip(&module.functions) {
+            let parsed = chunk.parse();
+            assert!(parsed.errors.is_empty(), "{name}: {:?}", parsed.errors);
+            let actual = &parsed.value.functions[0];
+            assert_eq!((actual.range, actual.arch), (function.range, function.arch), "{name}");
+            assert!(actual.instructions == function.instructions, "{name}: {}", function.name);
         }
     }
 }

@@ -4,7 +4,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use fencelint_sass::{FunctionSplitter, Parsed, SassModule, parse, parse_json, parse_text};
+use fencelint_sass::{
+    FunctionSplitter, Parsed, SassModule, parse, parse_json, parse_text, split_functions,
+};
 
 /// A small deterministic generator (xorshift64*), so failures reproduce.
 struct Rng(u64);
@@ -55,6 +57,10 @@ fn exercise(text: &str) {
     for chunk in FunctionSplitter::new(text.as_bytes()) {
         let chunk = chunk.expect("reading from memory");
         check_spans(&chunk.text, &chunk.parse());
+    }
+    for chunk in split_functions(text) {
+        assert!(text.get(chunk.range.to_usize()).is_some());
+        check_spans(text, &chunk.parse());
     }
 }
 

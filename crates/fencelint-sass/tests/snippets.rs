@@ -416,7 +416,7 @@ fn constant_and_descriptor_operands_in_context() {
 ";
     let module = clean(text);
     let insts = &module.functions[0].instructions;
-    let prefixes: Vec<MemPrefix<'_>> =
+    let prefixes: Vec<MemPrefix> =
         insts[0].operands.iter().filter_map(|op| op.mem().map(|mem| mem.prefix)).collect();
     assert_eq!(
         prefixes,

@@ -1,0 +1,98 @@
+//! Byte-level helpers of the hot path: finding a byte and skipping blanks eight bytes at a time.
+
+const LOW_BITS: u64 = u64::from_ne_bytes([0x01; 8]);
+const HIGH_BITS: u64 = u64::from_ne_bytes([0x80; 8]);
+
+/// The mask of the bytes of `word` that are zero (exact for the lowest one).
+fn zero_bytes(word: u64) -> u64 {
+    word.wrapping_sub(LOW_BITS) & !word & HIGH_BITS
+}
+
+fn word(chunk: &[u8]) -> u64 {
+    let mut array = [0; 8];
+    array.copy_from_slice(chunk);
+    u64::from_le_bytes(array)
+}
+
+/// The index of the first `needle` at or after `from`, if any.
+pub(crate) fn find_byte(bytes: &[u8], from: usize, needle: u8) -> Option<usize> {
+    let rest = bytes.get(from..)?;
+    let pattern = LOW_BITS * u64::from(needle);
+    let mut chunks = rest.chunks_exact(8);
+    for (index, chunk) in chunks.by_ref().enumerate() {
+        let found = zero_bytes(word(chunk) ^ pattern);
+        if found != 0 {
+            return Some(from + index * 8 + (found.trailing_zeros() / 8) as usize);
+        }
+    }
+    let tail = chunks.remainder();
+    let tail_start = from + rest.len() - tail.len();
+    tail.iter().position(|&b| b == needle).map(|at| tail_start + at)
+}
+
+/// The index of the first `needle` pair (such as `*/`) at or after `from`, if any.
+pub(crate) fn find_pair(bytes: &[u8], from: usize, first: u8, second: u8) -> Option<usize> {
+    let mut index = from;
+    while let Some(at) = find_byte(bytes, index, first) {
+        if bytes.get(at + 1) == Some(&second) {
+            return Some(at);
+        }
+        index = at + 1;
+    }
+    None
+}
+
+/// Skips spaces and tabs from `index`.
+pub(crate) fn skip_blanks(bytes: &[u8], index: usize) -> usize {
+    const SPACES: u64 = u64::from_ne_bytes([b' '; 8]);
+    let Some(rest) = bytes.get(index..) else { return index };
+    let mut at = index;
+    for chunk in rest.chunks_exact(8) {
+        let other = word(chunk) ^ SPACES;
+        if other != 0 {
+            // Skip the leading spaces of the word; a tab is handled byte by byte below.
+            at += (other.trailing_zeros() / 8) as usize;
+            break;
+        }
+        at += 8;
+    }
+    while at < bytes.len() && matches!(bytes[at], b' ' | b'\t') {
+        at += 1;
+    }
+    at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_bytes_at_every_position() {
+        for len in 0..40 {
+            for at in 0..len {
+                let mut bytes = vec![b'a'; len];
+                bytes[at] = b'\n';
+                for from in 0..=len {
+                    let expected = (from <= at).then_some(at);
+                    assert_eq!(find_byte(&bytes, from, b'\n'), expected, "{len} {at} {from}");
+                }
+            }
+        }
+        assert_eq!(find_byte(b"\xff\x0a\x0a", 0, b'\n'), Some(1));
+        assert_eq!(find_byte(b"\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0a", 0, b'\n'), Some(8));
+        assert_eq!(find_pair(b"a*b*/c", 0, b'*', b'/'), Some(3));
+    }
+
+    #[test]
+    fn skips_blanks() {
+        for len in 0..30 {
+            let mut text = " ".repeat(len);
+            text.push('x');
+            assert_eq!(skip_blanks(text.as_bytes(), 0), len);
+            let tabbed = format!("{}\t  x", " ".repeat(len));
+            assert_eq!(skip_blanks(tabbed.as_bytes(), 0), len + 3);
+        }
+        assert_eq!(skip_blanks(b"   ", 0), 3);
+        assert_eq!(skip_blanks(b"", 0), 0);
+    }
+}
