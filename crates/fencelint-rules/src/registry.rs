@@ -5,6 +5,7 @@ use crate::rules;
 
 static RULES: &[&dyn Rule] = &[
     &rules::async_proxy_read_without_fence::AsyncProxyReadWithoutFence,
+    &rules::cp_async_not_waited::CpAsyncNotWaited,
     &rules::spin_poll_without_acquire::SpinPollWithoutAcquire,
     &rules::tensormap_modified_in_flight::TensormapModifiedInFlight,
 ];

@@ -1,0 +1,210 @@
+//! `cp-async-not-waited`: the shared-memory destination of an Ampere `cp.async` is read before
+//! a `cp.async.wait_group` / `wait_all` covers the copy's group, or another thread's copy is read
+//! after the wait with no CTA barrier in between.
+
+use std::collections::BTreeMap;
+
+use fencelint_cfg::{AddrKey, AddrRoot, FunctionAnalysis};
+use fencelint_ir::{AsyncOp, Barrier, InstId, InstKind, MbarrierOp};
+
+use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
+
+pub(crate) struct CpAsyncNotWaited;
+
+static META: RuleMeta = RuleMeta {
+    name: "cp-async-not-waited",
+    category: Category::Correctness,
+    dialects: Dialects::PTX,
+    min_sm: Some(80),
+    status: Status::Stable { since: "0.1.0" },
+    summary: "the destination of a cp.async is read before a wait covers its group, or another thread's copy is read without a barrier",
+    doc: include_str!("../../../../rules/cp-async-not-waited.md"),
+};
+
+/// The copy size is not recorded in the IR; 16 bytes (the largest `cp.async`) is assumed.
+const COPY_BYTES: i64 = 16;
+
+/// Groups counted after a copy; more than this is "many".
+const MAX_GROUPS: u8 = 16;
+
+impl Rule for CpAsyncNotWaited {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check_function(&self, cx: &mut FunctionCx<'_>) {
+        let analysis = cx.analysis;
+        let func = analysis.func;
+        let copies: Vec<AsyncCopy> = func.ids().filter_map(|id| copy_of(analysis, id)).collect();
+        if copies.is_empty() {
+            return;
+        }
+        let mut findings: BTreeMap<InstId, Finding> = BTreeMap::new();
+        for copy in &copies {
+            let Some(finding) = first_unordered_read(analysis, copy, &copies) else { continue };
+            findings.entry(finding.read).or_insert(finding);
+        }
+        for finding in findings.into_values() {
+            report(cx, &finding);
+        }
+    }
+}
+
+/// One `cp.async` and where it writes.
+struct AsyncCopy {
+    id: InstId,
+    key: AddrKey,
+    object: Option<AddrRoot>,
+}
+
+fn copy_of(analysis: &FunctionAnalysis<'_>, id: InstId) -> Option<AsyncCopy> {
+    let inst = analysis.func.inst(id);
+    if !matches!(inst.kind, InstKind::Async(AsyncOp::CpAsync)) {
+        return None;
+    }
+    let address = inst.address.as_ref()?;
+    Some(AsyncCopy {
+        id,
+        key: analysis.address_key(id, address),
+        object: analysis.address_object(id, address),
+    })
+}
+
+/// What a path from the copy has passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Progress {
+    /// `cp.async.commit_group`s since the copy.
+    groups: u8,
+    /// The wait that covers the copy's group, once passed.
+    waited: Option<InstId>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Hazard {
+    /// The thread reads its own destination before the wait; `groups` committed so far.
+    NotWaited { groups: u8 },
+    /// After the wait, a read of the same buffer at an address this thread did not copy.
+    OtherThread { wait: InstId },
+}
+
+struct Finding {
+    read: InstId,
+    copy: InstId,
+    hazard: Hazard,
+}
+
+fn first_unordered_read(
+    analysis: &FunctionAnalysis<'_>,
+    copy: &AsyncCopy,
+    copies: &[AsyncCopy],
+) -> Option<Finding> {
+    let func = analysis.func;
+    let mut found: BTreeMap<InstId, Hazard> = BTreeMap::new();
+    let start = Progress { groups: 0, waited: None };
+    analysis.walk_forward(copy.id, start, |id, state| {
+        let inst = func.inst(id);
+        match &inst.kind {
+            InstKind::Async(AsyncOp::CpAsyncCommit) => {
+                Some(Progress { groups: state.groups.saturating_add(1).min(MAX_GROUPS), ..state })
+            }
+            InstKind::Async(AsyncOp::CpAsyncWait { pending }) => {
+                // `wait_all` commits first; `wait_group N` covers the copy once more than N
+                // groups were committed after it. An unknown N counts as covering.
+                let covers = inst.opcode.contains("wait_all")
+                    || pending.is_none_or(|n| u32::from(state.groups) > n);
+                if covers && state.waited.is_none() {
+                    Some(Progress { waited: Some(id), ..state })
+                } else {
+                    Some(state)
+                }
+            }
+            // A copy tracked by an mbarrier completes through it; not followed.
+            InstKind::Mbarrier(MbarrierOp::CpAsyncArrive) => None,
+            InstKind::Barrier(Barrier::CtaSync | Barrier::CtaReduce) if state.waited.is_some() => {
+                None
+            }
+            InstKind::Load(mem) if mem.space.is_shareable() => {
+                if let Some(hazard) = classify_read(analysis, id, copy, copies, state) {
+                    found.entry(id).or_insert(hazard);
+                }
+                Some(state)
+            }
+            _ => Some(state),
+        }
+    });
+    let (&read, &hazard) = found.iter().next()?;
+    Some(Finding { read, copy: copy.id, hazard })
+}
+
+fn classify_read(
+    analysis: &FunctionAnalysis<'_>,
+    read: InstId,
+    copy: &AsyncCopy,
+    copies: &[AsyncCopy],
+    state: Progress,
+) -> Option<Hazard> {
+    let inst = analysis.func.inst(read);
+    let address = inst.address.as_ref()?;
+    let key = analysis.address_key(read, address);
+    let bytes = inst
+        .mem()
+        .map_or(4, |m| i64::from(m.width.unwrap_or(32) / 8).max(1) * i64::from(m.vector.max(1)));
+    match state.waited {
+        None => overlaps(&copy.key, COPY_BYTES, &key, bytes)
+            .then_some(Hazard::NotWaited { groups: state.groups }),
+        Some(wait) => {
+            // Another thread's slot: the same buffer, addressed from a base that none of this
+            // thread's copies use (a base shared with a copy means the thread's own element).
+            let object = analysis.address_object(read, address)?;
+            let same_buffer = copy.object.as_ref() == Some(&object);
+            let own_base = copies.iter().any(|c| c.key.root == key.root);
+            (same_buffer && !own_base).then_some(Hazard::OtherThread { wait })
+        }
+    }
+}
+
+/// Whether `[a, a + a_len)` and `[b, b + b_len)` certainly overlap.
+fn overlaps(a: &AddrKey, a_len: i64, b: &AddrKey, b_len: i64) -> bool {
+    !matches!(a.root, AddrRoot::Unknown(_))
+        && a.root == b.root
+        && a.mapped == b.mapped
+        && a.offset < b.offset + b_len
+        && b.offset < a.offset + a_len
+}
+
+fn report(cx: &mut FunctionCx<'_>, finding: &Finding) {
+    let read_op = cx.inst(finding.read).opcode.clone();
+    let copy_op = cx.inst(finding.copy).opcode.clone();
+    match finding.hazard {
+        Hazard::NotWaited { groups } => {
+            let message = format!(
+                "`{read_op}` reads the destination of `{copy_op}` before a `cp.async.wait_group` covers the copy's group"
+            );
+            let note = match groups {
+                0 => "the copy's group is not committed before the read; `cp.async.wait_group` waits only for committed groups".to_owned(),
+                1 => "1 group is committed after the copy on this path; only `cp.async.wait_group 0` covers it".to_owned(),
+                n => format!("{n} groups are committed after the copy on this path; `cp.async.wait_group N` covers it only when N < {n}"),
+            };
+            let report = cx
+                .report(finding.read, message)
+                .primary_label("this read may run before the copy has written shared memory")
+                .secondary(finding.copy, "the asynchronous copy is issued here")
+                .note(note)
+                .help("insert `cp.async.commit_group;` and a `cp.async.wait_group` that covers the copy before this read");
+            drop(report);
+        }
+        Hazard::OtherThread { wait } => {
+            let message = format!(
+                "`{read_op}` reads shared memory that another thread copies with `{copy_op}`, with no `bar.sync` after the wait"
+            );
+            let report = cx
+                .report(finding.read, message)
+                .primary_label("this read is not ordered after the other thread's copy")
+                .secondary(finding.copy, "this thread's copy into the same buffer")
+                .secondary(wait, "this wait covers only the copies of the waiting thread")
+                .note("`cp.async.wait_group` makes the copies visible to the issuing thread only")
+                .help("insert `bar.sync 0;` (`__syncthreads()`) between the wait and this read");
+            drop(report);
+        }
+    }
+}
