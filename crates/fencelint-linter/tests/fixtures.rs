@@ -25,6 +25,7 @@ use fencelint_source::SourceDb;
 
 datatest_stable::harness! {
     { test = annotated, root = "../../fixtures/ptx", pattern = r"\.ptx$" },
+    { test = annotated, root = "../../fixtures/sass", pattern = r"\.sass$" },
     { test = compiled, root = "../../fixtures/compiled", pattern = r"\.(ptx|sass|json)$" },
 }
 
