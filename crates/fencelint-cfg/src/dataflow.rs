@@ -28,6 +28,16 @@ pub struct Reach {
 impl FunctionAnalysis<'_> {
     /// The definitions of `reg` that reach the use in `at` (searching strictly before `at`).
     pub fn reaching_defs(&self, at: InstId, reg: Reg) -> Reach {
+        // Fast paths: most registers are defined once (nvcc's PTX is close to SSA form).
+        match self.def_sites(reg) {
+            [] => return Reach { defs: Vec::new(), from_entry: true },
+            &[def]
+                if self.func.inst(def).guard.is_none() && def != at && self.dominates(def, at) =>
+            {
+                return Reach { defs: vec![def], from_entry: false };
+            }
+            _ => {}
+        }
         let cfg = &self.cfg;
         let mut reach = Reach::default();
         let mut defs = BTreeSet::new();
@@ -120,7 +130,8 @@ impl FunctionAnalysis<'_> {
 
     /// Instructions satisfying `is_target` that can execute after `from` on a path that meets no
     /// instruction satisfying `is_blocker`. A target that is also a blocker is reported and stops
-    /// the path. Returns the targets in text order.
+    /// the path. Returns the targets in the order a breadth-first walk over blocks reaches them,
+    /// so the first one is among the nearest.
     pub fn reachable_avoiding(
         &self,
         from: Point,
@@ -128,25 +139,26 @@ impl FunctionAnalysis<'_> {
         is_blocker: impl Fn(InstId) -> bool,
     ) -> Vec<InstId> {
         let cfg = &self.cfg;
-        let mut found = BTreeSet::new();
+        let mut found = Vec::new();
+        let mut found_set = BTreeSet::new();
         let mut seen = vec![false; cfg.blocks.len()];
         let mut steps = 0usize;
-        let mut work: Vec<(BlockId, Option<InstId>)> = match from {
-            Point::After(inst) => vec![(cfg.block_of(inst), Some(inst))],
+        let mut work: VecDeque<(BlockId, Option<InstId>)> = match from {
+            Point::After(inst) => VecDeque::from([(cfg.block_of(inst), Some(inst))]),
             Point::BlockStart(block) => {
                 seen[block.index()] = true;
-                vec![(block, None)]
+                VecDeque::from([(block, None)])
             }
         };
-        while let Some((block, after)) = work.pop() {
+        while let Some((block, after)) = work.pop_front() {
             let mut blocked = false;
             for id in cfg.block(block).ids() {
                 if after.is_some_and(|a| id <= a) {
                     continue;
                 }
                 steps += 1;
-                if is_target(id) {
-                    found.insert(id);
+                if is_target(id) && found_set.insert(id) {
+                    found.push(id);
                 }
                 if is_blocker(id) {
                     blocked = true;
@@ -162,11 +174,11 @@ impl FunctionAnalysis<'_> {
             }
             for succ in cfg.successors(block) {
                 if !std::mem::replace(&mut seen[succ.index()], true) {
-                    work.push((succ, None));
+                    work.push_back((succ, None));
                 }
             }
         }
-        found.into_iter().collect()
+        found
     }
 
     /// One path of instructions from `from` to `to` that avoids blockers, for pictures and

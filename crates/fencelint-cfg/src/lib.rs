@@ -45,6 +45,11 @@ pub struct FunctionAnalysis<'f> {
     pub cfg: Cfg,
     pub budget: Budget,
     dominators: OnceCell<Dominators<NodeIndex>>,
+    /// Pre- and post-order numbers of each block in the dominator tree (`u32::MAX` when the
+    /// block is unreachable), for constant-time dominance queries.
+    dom_order: OnceCell<(Vec<u32>, Vec<u32>)>,
+    /// The instructions that define each register, in text order.
+    def_sites: OnceCell<Vec<Vec<InstId>>>,
     loops: OnceCell<Vec<Loop>>,
     incomplete: Cell<bool>,
 }
@@ -60,6 +65,8 @@ impl<'f> FunctionAnalysis<'f> {
             cfg: Cfg::build(func),
             budget,
             dominators: OnceCell::new(),
+            dom_order: OnceCell::new(),
+            def_sites: OnceCell::new(),
             loops: OnceCell::new(),
             incomplete: Cell::new(false),
         }
@@ -69,20 +76,57 @@ impl<'f> FunctionAnalysis<'f> {
         self.dominators.get_or_init(|| dominators::simple_fast(&self.cfg.graph, self.cfg.entry()))
     }
 
-    /// Whether block `a` dominates block `b`.
+    /// Whether block `a` dominates block `b` (constant time after the first query).
     pub fn block_dominates(&self, a: BlockId, b: BlockId) -> bool {
+        let (pre, post) = self.dom_order.get_or_init(|| self.number_dominator_tree());
+        let (a, b) = (a.index(), b.index());
+        pre[a] != u32::MAX && pre[b] != u32::MAX && pre[a] <= pre[b] && post[b] <= post[a]
+    }
+
+    fn number_dominator_tree(&self) -> (Vec<u32>, Vec<u32>) {
+        let n = self.cfg.blocks.len();
         let doms = self.dominators();
-        let target = self.cfg.node(a);
-        let mut node = self.cfg.node(b);
-        loop {
-            if node == target {
-                return true;
-            }
-            match doms.immediate_dominator(node) {
-                Some(idom) if idom != node => node = idom,
-                _ => return false,
+        let mut children = vec![Vec::new(); n];
+        for block in self.cfg.block_ids() {
+            if let Some(idom) = doms.immediate_dominator(self.cfg.node(block)) {
+                children[idom.index()].push(block.index());
             }
         }
+        let (mut pre, mut post) = (vec![u32::MAX; n], vec![u32::MAX; n]);
+        let (mut next_pre, mut next_post) = (0u32, 0u32);
+        // Iterative DFS: a dominator tree can be as deep as the function is long.
+        let mut stack = vec![(0usize, 0usize)];
+        pre[0] = next_pre;
+        next_pre += 1;
+        while let Some(&mut (node, ref mut child)) = stack.last_mut() {
+            if let Some(&next) = children[node].get(*child) {
+                *child += 1;
+                pre[next] = next_pre;
+                next_pre += 1;
+                stack.push((next, 0));
+            } else {
+                post[node] = next_post;
+                next_post += 1;
+                stack.pop();
+            }
+        }
+        (pre, post)
+    }
+
+    /// The instructions that define `reg`, in text order.
+    pub fn def_sites(&self, reg: fencelint_ir::Reg) -> &[InstId] {
+        let sites = self.def_sites.get_or_init(|| {
+            let mut sites = vec![Vec::new(); self.func.regs.len()];
+            for id in self.func.ids() {
+                for reg in &self.func.inst(id).defs {
+                    if let Some(list) = sites.get_mut(reg.0 as usize) {
+                        list.push(id);
+                    }
+                }
+            }
+            sites
+        });
+        sites.get(reg.0 as usize).map_or(&[], Vec::as_slice)
     }
 
     /// Whether instruction `a` executes before `b` on every path to `b`.

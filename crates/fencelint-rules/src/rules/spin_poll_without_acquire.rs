@@ -1,9 +1,11 @@
 //! `spin-poll-without-acquire`: a spin loop polls a flag with a relaxed, volatile or weak load
 //! and the thread then reads published data with no acquire on the way.
 
+use std::collections::BTreeMap;
+
 use fencelint_cfg::{FunctionAnalysis, Loop, Point};
 use fencelint_ir::{
-    Barrier, Dialect, FenceKind, Inst, InstId, InstKind, MemAccess, MultimemOp, Scope, Sem, Space,
+    Barrier, Dialect, FenceKind, Inst, InstId, InstKind, MemAccess, MultimemOp, Scope, Sem,
 };
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
@@ -27,17 +29,23 @@ impl Rule for SpinPollWithoutAcquire {
 
     fn check_function(&self, cx: &mut FunctionCx<'_>) {
         let analysis = cx.analysis;
-        let mut reported = Vec::new();
+        // One finding per unordered read: several polls (or several loops) often lead to it.
+        let mut findings: BTreeMap<InstId, (Poll, usize, usize)> = BTreeMap::new();
+        let mut seen_polls = Vec::new();
         for lp in analysis.loops() {
             for poll in polls_of(analysis, lp) {
-                if reported.contains(&poll.load) {
+                if seen_polls.contains(&poll.load) {
                     continue;
                 }
+                seen_polls.push(poll.load);
                 let reads = unordered_reads(analysis, lp, &poll);
                 let Some(&first) = reads.first() else { continue };
-                reported.push(poll.load);
-                report(cx, &poll, first, reads.len());
+                let entry = findings.entry(first).or_insert((poll, reads.len(), 0));
+                entry.2 += 1;
             }
+        }
+        for (read, (poll, n_reads, n_polls)) in findings {
+            report(cx, &poll, read, n_reads, n_polls);
         }
     }
 }
@@ -65,21 +73,27 @@ fn polled_access(inst: &Inst) -> Option<&MemAccess> {
 
 fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop) -> Vec<Poll> {
     let func = analysis.func;
+    let exits: Vec<(InstId, fencelint_cfg::BlockId, Vec<InstId>)> = lp
+        .exits
+        .iter()
+        .filter_map(|&(from, to)| {
+            let branch = analysis.cfg.block(from).last();
+            func.inst(branch).guard?;
+            Some((branch, to, analysis.deciding_reads(branch, Some(lp))))
+        })
+        .collect();
+    // A loop that waits with an acquire poll is an acquire loop: its other exits are usually
+    // abort or timeout checks (see Known problems).
+    let acquire_poll = exits.iter().flat_map(|(_, _, deciders)| deciders).any(|&id| {
+        polled_access(func.inst(id)).is_some_and(|mem| {
+            mem.sem.has_acquire() && mem.scope.is_some_and(|s| s.covers(required_scope(mem)))
+        })
+    });
+    if acquire_poll {
+        return Vec::new();
+    }
     let mut polls = Vec::new();
-    for &(from, to) in &lp.exits {
-        let branch = analysis.cfg.block(from).last();
-        if func.inst(branch).guard.is_none() {
-            continue;
-        }
-        let deciders = analysis.deciding_reads(branch, Some(lp));
-        let acquire_poll = deciders.iter().any(|&id| {
-            polled_access(func.inst(id)).is_some_and(|mem| {
-                mem.sem.has_acquire() && mem.scope.is_some_and(|s| s.covers(required_scope(mem)))
-            })
-        });
-        if acquire_poll {
-            continue;
-        }
+    for (branch, to, deciders) in exits {
         for load in deciders {
             let Some(mem) = polled_access(func.inst(load)) else { continue };
             if !mem.space.is_shareable() || mem.non_coherent || mem.sem.has_acquire() {
@@ -134,12 +148,12 @@ fn acquired_before_branch(
     branch: InstId,
     required: Scope,
 ) -> bool {
-    let func = analysis.func;
-    func.ids().any(|id| {
-        is_acquire(analysis, id, load, required)
+    let Some(lp) = analysis.innermost_loop(load) else { return false };
+    lp.insts(analysis).any(|id| {
+        id != load
             && analysis.dominates(load, id)
-            && id != load
             && analysis.dominates(id, branch)
+            && is_acquire(analysis, id, load, required)
     })
 }
 
@@ -180,8 +194,12 @@ fn unordered_reads(analysis: &FunctionAnalysis<'_>, lp: &Loop, poll: &Poll) -> V
             return false;
         }
         let inst = func.inst(id);
+        // Published data is read with weak loads. Strong reads are other synchronization
+        // variables, and `.nc` loads may only read data that no thread writes during the kernel.
         let reads = match &inst.kind {
-            InstKind::Load(mem) => mem.space.is_shareable() && mem.space != Space::Tensor,
+            InstKind::Load(mem) => {
+                mem.space.is_shareable() && !mem.is_strong() && !mem.non_coherent
+            }
             InstKind::Multimem { op: MultimemOp::LdReduce, .. } => true,
             _ => false,
         };
@@ -198,7 +216,7 @@ fn unordered_reads(analysis: &FunctionAnalysis<'_>, lp: &Loop, poll: &Poll) -> V
     analysis.reachable_avoiding(Point::BlockStart(poll.exit_to), is_target, is_blocker)
 }
 
-fn report(cx: &mut FunctionCx<'_>, poll: &Poll, read: InstId, n_reads: usize) {
+fn report(cx: &mut FunctionCx<'_>, poll: &Poll, read: InstId, n_reads: usize, n_polls: usize) {
     let dialect = cx.module.dialect.unwrap_or(Dialect::Ptx);
     let poll_inst = cx.inst(poll.load);
     let read_inst = cx.inst(read);
@@ -232,6 +250,9 @@ fn report(cx: &mut FunctionCx<'_>, poll: &Poll, read: InstId, n_reads: usize) {
         .secondary(poll.load, format!("the flag is polled here with a {kind}"))
         .secondary(poll.branch, "the loop exits here")
         .help(help);
+    if n_polls > 1 {
+        report = report.note(format!("{} other unordered polls lead to this read", n_polls - 1));
+    }
     if n_reads > 1 {
         report = report.note(format!("{} more reads after the loop are unordered", n_reads - 1));
     }
