@@ -4,6 +4,7 @@ use crate::Rule;
 use crate::rules;
 
 static RULES: &[&dyn Rule] = &[
+    &rules::acquire_in_poll_loop::AcquireInPollLoop,
     &rules::async_proxy_read_without_fence::AsyncProxyReadWithoutFence,
     &rules::cp_async_not_waited::CpAsyncNotWaited,
     &rules::spin_poll_without_acquire::SpinPollWithoutAcquire,

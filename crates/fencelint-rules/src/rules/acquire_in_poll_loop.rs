@@ -1,0 +1,201 @@
+//! `acquire-in-poll-loop`: an acquire load or acquire fence runs on every iteration of a spin
+//! loop, paying an L1 invalidate per poll where a relaxed poll and one fence after the loop
+//! order the same.
+
+use std::collections::BTreeSet;
+
+use fencelint_cfg::{FunctionAnalysis, Loop};
+use fencelint_ir::{AddrBase, Dialect, Fence, FenceKind, Inst, InstId, InstKind, MemAccess, Scope};
+
+use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
+
+pub(crate) struct AcquireInPollLoop;
+
+static META: RuleMeta = RuleMeta {
+    name: "acquire-in-poll-loop",
+    category: Category::Perf,
+    dialects: Dialects::BOTH,
+    min_sm: Some(70),
+    status: Status::Stable { since: "0.1.0" },
+    summary: "an acquire inside a spin loop invalidates L1 on every poll; a relaxed poll and one fence after the loop order the same",
+    doc: include_str!("../../../../rules/acquire-in-poll-loop.md"),
+};
+
+impl Rule for AcquireInPollLoop {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check_function(&self, cx: &mut FunctionCx<'_>) {
+        let analysis = cx.analysis;
+        let mut reported: BTreeSet<InstId> = BTreeSet::new();
+        for lp in analysis.loops() {
+            let Some(spin) = spin_loop(analysis, lp) else { continue };
+            for id in lp.insts(analysis) {
+                if reported.contains(&id) || !analysis.dominates(spin.poll, id) {
+                    continue;
+                }
+                let Some(cost) = per_iteration_acquire(analysis.func.inst(id)) else { continue };
+                reported.insert(id);
+                report(cx, id, &spin, cost);
+            }
+        }
+    }
+}
+
+/// A loop whose only memory accesses are loads of a fixed location that decide its exit.
+struct Spin {
+    /// The first poll in text order.
+    poll: InstId,
+    /// The branch that leaves the loop when the poll succeeds.
+    exit: InstId,
+    /// The widest scope of the polls: the scope to acquire at after the loop.
+    scope: Scope,
+}
+
+fn spin_loop(analysis: &FunctionAnalysis<'_>, lp: &Loop) -> Option<Spin> {
+    let func = analysis.func;
+    let mut polls: BTreeSet<InstId> = BTreeSet::new();
+    let mut exit = None;
+    for &(from, _) in &lp.exits {
+        let branch = analysis.cfg.block(from).last();
+        if func.inst(branch).guard.is_none() {
+            continue;
+        }
+        for read in analysis.deciding_reads(branch, Some(lp)) {
+            if polled(func.inst(read)).is_some() && address_is_loop_invariant(analysis, lp, read) {
+                polls.insert(read);
+                exit.get_or_insert(branch);
+            }
+        }
+    }
+    let &poll = polls.iter().next()?;
+    // Any other access in the loop (data read or written per iteration) may need the acquire
+    // of that iteration.
+    let only_polls = lp.insts(analysis).all(|id| {
+        let kind = &func.inst(id).kind;
+        polls.contains(&id) || !(kind.reads_memory() || kind.writes_memory())
+    });
+    if !only_polls {
+        return None;
+    }
+    let scope = polls
+        .iter()
+        .filter_map(|&p| polled(func.inst(p)).and_then(MemAccess::effective_scope))
+        .max()
+        .unwrap_or(Scope::Gpu);
+    Some(Spin { poll, exit: exit?, scope })
+}
+
+/// The access of a load-like instruction that can serve as a poll.
+fn polled(inst: &Inst) -> Option<&MemAccess> {
+    match &inst.kind {
+        InstKind::Load(mem) | InstKind::Atomic { mem, returns: true } => Some(mem),
+        _ => None,
+    }
+}
+
+fn address_is_loop_invariant(analysis: &FunctionAnalysis<'_>, lp: &Loop, load: InstId) -> bool {
+    let inst = analysis.func.inst(load);
+    let Some(address) = &inst.address else { return false };
+    let regs = match &address.base {
+        AddrBase::Reg(reg) => vec![*reg],
+        AddrBase::Complex(regs) => regs.clone(),
+        AddrBase::Symbol(_) | AddrBase::Absolute => Vec::new(),
+    };
+    regs.into_iter().all(|reg| {
+        analysis.reaching_defs(load, reg).defs.iter().all(|&def| !lp.contains_inst(analysis, def))
+    })
+}
+
+/// What makes an instruction an L1 invalidate on every iteration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cost {
+    /// `ld.acquire` / `atom.acquire` above `.cta` scope.
+    AcquireAccess,
+    /// `fence.acq_rel` / `fence.acquire` / `fence.sc` above `.cta` scope.
+    Fence,
+    /// SASS `CCTL.IVALL`, unguarded.
+    Invalidate,
+}
+
+fn per_iteration_acquire(inst: &Inst) -> Option<Cost> {
+    match &inst.kind {
+        // `.acquire.cta` lowers to no invalidate at all.
+        InstKind::Load(mem) | InstKind::Atomic { mem, returns: true } => (mem.sem.has_acquire()
+            && mem.scope.is_some_and(|s| s > Scope::Cta))
+        .then_some(Cost::AcquireAccess),
+        InstKind::Fence(Fence { kind: FenceKind::Plain, sem, scope }) => {
+            (sem.has_acquire() && scope.is_some_and(|s| s > Scope::Cta)).then_some(Cost::Fence)
+        }
+        // ptxas guards the invalidate of an `.acquire.cluster` mbarrier wait with the wait's
+        // success predicate: it runs once, when the loop exits.
+        InstKind::Fence(Fence { kind: FenceKind::L1Invalidate, .. }) if inst.guard.is_none() => {
+            Some(Cost::Invalidate)
+        }
+        _ => None,
+    }
+}
+
+fn report(cx: &mut FunctionCx<'_>, id: InstId, spin: &Spin, cost: Cost) {
+    let dialect = cx.module.dialect.unwrap_or(Dialect::Ptx);
+    let opcode = cx.inst(id).opcode.clone();
+    let scope = spin.scope.max(Scope::Cluster).as_str();
+    // `fence.acquire` exists from sm_90 (PTX 8.6); older targets use `fence.acq_rel`.
+    let fence = if cx.module.sm_version().is_some_and(|sm| sm < 90) {
+        format!("fence.acq_rel.{scope}")
+    } else {
+        format!("fence.acquire.{scope}")
+    };
+    let (message, label) = match cost {
+        Cost::AcquireAccess => (
+            format!("`{opcode}` acquires on every iteration of a spin loop"),
+            "each poll invalidates L1",
+        ),
+        Cost::Fence => (
+            format!("`{opcode}` runs on every iteration of a spin loop"),
+            "this fence invalidates L1 on each poll",
+        ),
+        Cost::Invalidate => (
+            format!("`{opcode}` invalidates L1 on every iteration of a spin loop"),
+            "the acquire half of the poll or of a fence in the loop",
+        ),
+    };
+    let help = match (cost, dialect) {
+        (Cost::Fence, _) => format!("move the fence after the loop (`{fence};` suffices there)"),
+        (_, Dialect::Ptx) => {
+            format!("poll with `ld.relaxed.{scope}` and insert `{fence};` after the loop")
+        }
+        (_, Dialect::Sass) => format!(
+            "poll with `ld.relaxed.{scope}` and insert `{fence};` after the loop, so that ptxas emits one `CCTL.IVALL`"
+        ),
+    };
+    let mut report = cx
+        .report(id, message)
+        .primary_label(label)
+        .secondary(spin.exit, "the loop exits here once the poll succeeds")
+        .note("only the read that ends the loop needs to be acquired: a relaxed poll followed by one acquire fence after the loop orders the same reads")
+        .help(help);
+    if spin.poll != id {
+        report = report.secondary(spin.poll, "the flag is polled here");
+    }
+    drop(report);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fencelint_ir::{Sem, Space};
+
+    #[test]
+    fn cta_acquire_costs_nothing() {
+        let mut inst = Inst::new(
+            fencelint_ir::TextRange::default(),
+            "ld.acquire.cta.shared.u32",
+            InstKind::Load(MemAccess::new(Space::SharedCta, Sem::Acquire, Some(Scope::Cta))),
+        );
+        assert_eq!(per_iteration_acquire(&inst), None);
+        inst.kind = InstKind::Load(MemAccess::new(Space::Global, Sem::Acquire, Some(Scope::Gpu)));
+        assert_eq!(per_iteration_acquire(&inst), Some(Cost::AcquireAccess));
+    }
+}
