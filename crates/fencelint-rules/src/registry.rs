@@ -7,7 +7,9 @@ static RULES: &[&dyn Rule] = &[
     &rules::acquire_in_poll_loop::AcquireInPollLoop,
     &rules::async_proxy_read_without_fence::AsyncProxyReadWithoutFence,
     &rules::cp_async_not_waited::CpAsyncNotWaited,
+    &rules::mbarrier_wait_scope_too_narrow::MbarrierWaitScopeTooNarrow,
     &rules::spin_poll_without_acquire::SpinPollWithoutAcquire,
+    &rules::tcgen05_access_not_waited::Tcgen05AccessNotWaited,
     &rules::tensormap_modified_in_flight::TensormapModifiedInFlight,
 ];
 

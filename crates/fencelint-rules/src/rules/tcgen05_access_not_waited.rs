@@ -1,0 +1,127 @@
+//! `tcgen05-access-not-waited`: a `tcgen05.ld` or `tcgen05.st` is followed by the arrive,
+//! barrier or `tcgen05.dealloc` that hands its tensor-memory columns over, with no
+//! `tcgen05.wait::ld` / `tcgen05.wait::st` in between on some path.
+
+use fencelint_cfg::{FunctionAnalysis, Point};
+use fencelint_ir::{Barrier, InstId, InstKind, MbarrierOp, Tcgen05Op};
+
+use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
+
+pub(crate) struct Tcgen05AccessNotWaited;
+
+static META: RuleMeta = RuleMeta {
+    name: "tcgen05-access-not-waited",
+    category: Category::Correctness,
+    dialects: Dialects::PTX,
+    min_sm: Some(100),
+    status: Status::Stable { since: "0.1.0" },
+    summary: "a tcgen05.ld/st hands its tensor memory over before tcgen05.wait::ld/st",
+    doc: include_str!("../../../../rules/tcgen05-access-not-waited.md"),
+};
+
+impl Rule for Tcgen05AccessNotWaited {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check_function(&self, cx: &mut FunctionCx<'_>) {
+        let analysis = cx.analysis;
+        for access in analysis.func.ids() {
+            let Some(kind) = access_kind(analysis, access) else { continue };
+            let handovers = unwaited_handovers(analysis, access, kind);
+            let Some(&first) = handovers.first() else { continue };
+            report(cx, access, kind, first, handovers.len());
+        }
+    }
+}
+
+/// Which half of tensor-memory access an instruction is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Load,
+    Store,
+}
+
+impl Access {
+    const fn wait(self) -> &'static str {
+        match self {
+            Self::Load => "tcgen05.wait::ld.sync.aligned",
+            Self::Store => "tcgen05.wait::st.sync.aligned",
+        }
+    }
+
+    const fn completes(self, op: Tcgen05Op) -> bool {
+        matches!((self, op), (Self::Load, Tcgen05Op::WaitLd) | (Self::Store, Tcgen05Op::WaitSt))
+    }
+}
+
+fn access_kind(analysis: &FunctionAnalysis<'_>, id: InstId) -> Option<Access> {
+    match analysis.func.inst(id).kind {
+        InstKind::Tcgen05(Tcgen05Op::Ld) => Some(Access::Load),
+        InstKind::Tcgen05(Tcgen05Op::St) => Some(Access::Store),
+        _ => None,
+    }
+}
+
+/// Instructions that let another thread (or the allocator) reuse the columns: an mbarrier
+/// arrive, a CTA or cluster barrier arrival, `tcgen05.dealloc`.
+fn is_handover(kind: &InstKind) -> bool {
+    matches!(
+        kind,
+        InstKind::Mbarrier(MbarrierOp::Arrive { .. })
+            | InstKind::Barrier(
+                Barrier::CtaSync
+                    | Barrier::CtaArrive
+                    | Barrier::CtaReduce
+                    | Barrier::ClusterArrive { .. }
+            )
+            | InstKind::Tcgen05(Tcgen05Op::Dealloc)
+    )
+}
+
+fn unwaited_handovers(
+    analysis: &FunctionAnalysis<'_>,
+    access: InstId,
+    kind: Access,
+) -> Vec<InstId> {
+    let func = analysis.func;
+    analysis.reachable_avoiding(
+        Point::After(access),
+        |id| is_handover(&func.inst(id).kind),
+        |id| matches!(func.inst(id).kind, InstKind::Tcgen05(op) if kind.completes(op)),
+    )
+}
+
+fn report(cx: &mut FunctionCx<'_>, access: InstId, kind: Access, handover: InstId, n: usize) {
+    let access_inst = cx.inst(access);
+    let handover_inst = cx.inst(handover);
+    let what = match handover_inst.kind {
+        InstKind::Tcgen05(Tcgen05Op::Dealloc) => "frees its tensor memory",
+        InstKind::Mbarrier(_) => "hands its tensor memory to another thread",
+        _ => "lets other threads reuse its tensor memory",
+    };
+    let message = format!(
+        "`{}` is not waited for with `{}` before `{}` {what}",
+        access_inst.opcode,
+        kind.wait(),
+        handover_inst.opcode,
+    );
+    let handover_label = match handover_inst.kind {
+        InstKind::Tcgen05(Tcgen05Op::Dealloc) => "the columns are freed here",
+        _ => "the columns are handed over here",
+    };
+    let mut report = cx
+        .report(access, message)
+        .primary_label("this access completes asynchronously")
+        .secondary(handover, handover_label)
+        .help(format!("insert `{};` after this access", kind.wait()))
+        .note(
+            "`tcgen05.ld` and `tcgen05.st` complete only at `tcgen05.wait::ld` / \
+             `tcgen05.wait::st`; `tcgen05.fence::before_thread_sync` does not wait for them",
+        );
+    if n > 1 {
+        report = report
+            .note(format!("{} more handovers after this access are not waited for either", n - 1));
+    }
+    drop(report);
+}
