@@ -58,10 +58,18 @@ impl FunctionAnalysis<'_> {
             Some(ValueOp::SymbolAddr(name)) => Some(AddrRoot::Symbol(name.clone())),
             Some(ValueOp::Imm(_)) => None,
             None if is_address_arithmetic(&inst.kind, &inst.opcode) => {
-                // A base plus an index: exactly one operand may lead to an object.
+                // A base plus an index: exactly one operand may lead to an object. In a
+                // multiply-add only the addend (the last register operand) can be the base.
                 let guard = inst.guard.map(|g| g.reg);
+                let operands: Vec<Reg> =
+                    inst.uses.iter().copied().filter(|&r| Some(r) != guard).collect();
+                let candidates = if is_multiply_add(&inst.opcode) {
+                    operands.last().map_or(&[][..], std::slice::from_ref)
+                } else {
+                    &operands[..]
+                };
                 let mut found: Option<AddrRoot> = None;
-                for &used in inst.uses.iter().filter(|&&r| Some(r) != guard) {
+                for &used in candidates {
                     if let Some(object) = self.object_of(*def, used, visited, steps) {
                         if found.as_ref().is_some_and(|f| *f != object) {
                             return None;
@@ -74,6 +82,12 @@ impl FunctionAnalysis<'_> {
             None => None,
         }
     }
+}
+
+/// `mad`, SASS `IMAD`: a product plus an addend.
+fn is_multiply_add(opcode: &str) -> bool {
+    let word = opcode.split('.').next().unwrap_or("").to_ascii_lowercase();
+    matches!(word.as_str(), "mad" | "imad")
 }
 
 /// An instruction that can add an index to a base address: PTX `add`, `sub`, `mad`, SASS

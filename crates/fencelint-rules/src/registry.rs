@@ -6,6 +6,7 @@ use crate::rules;
 static RULES: &[&dyn Rule] = &[
     &rules::acquire_in_poll_loop::AcquireInPollLoop,
     &rules::async_proxy_read_without_fence::AsyncProxyReadWithoutFence,
+    &rules::costly_fence::CostlyFence,
     &rules::cp_async_not_waited::CpAsyncNotWaited,
     &rules::mbarrier_wait_scope_too_narrow::MbarrierWaitScopeTooNarrow,
     &rules::spin_poll_without_acquire::SpinPollWithoutAcquire,
