@@ -107,6 +107,24 @@ pub struct Diagnostic {
     pub kernel: Option<String>,
     #[serde(default)]
     pub dialect: Option<Dialect>,
+    /// A location-independent identity for baselines and SARIF `partialFingerprints`: a hash of
+    /// the rule, the kernel and a normalized window of instructions around the finding (never
+    /// line numbers or addresses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+}
+
+/// A stable 64-bit FNV-1a hash, printed as 16 hex digits. Stable across platforms and releases,
+/// unlike `std`'s hasher.
+pub fn stable_hash<'a>(parts: impl IntoIterator<Item = &'a str>) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for byte in part.bytes().chain(std::iter::once(0x1f)) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{hash:016x}")
 }
 
 impl Diagnostic {
@@ -126,6 +144,7 @@ impl Diagnostic {
             help: None,
             kernel: None,
             dialect: None,
+            fingerprint: None,
         }
     }
 

@@ -52,7 +52,19 @@ impl<'a> FunctionCx<'a> {
     /// Starts a diagnostic whose primary label is on `id`.
     pub fn report(&mut self, id: InstId, message: impl Into<String>) -> Report<'_, 'a> {
         let primary = self.label(id, "");
-        self.start(primary, message)
+        let window = self.window(id);
+        let mut report = self.start(primary, message);
+        report.window = window;
+        report
+    }
+
+    /// The opcodes of up to three instructions either side of `id`: the normalized context that
+    /// identifies a finding across recompiles (registers, lines and addresses left out).
+    fn window(&self, id: InstId) -> Vec<String> {
+        let insts = &self.analysis.func.insts;
+        let start = id.index().saturating_sub(3);
+        let end = (id.index() + 4).min(insts.len());
+        insts[start..end].iter().map(|inst| inst.opcode.clone()).collect()
     }
 
     /// Starts a diagnostic on an arbitrary range (for findings not tied to one instruction).
@@ -65,7 +77,7 @@ impl<'a> FunctionCx<'a> {
         let mut diagnostic = Diagnostic::new(self.rule.name, self.severity, message, primary)
             .with_kernel(self.analysis.func.name.clone());
         diagnostic.dialect = self.module.dialect;
-        Report { cx: self, diagnostic: Some(diagnostic) }
+        Report { cx: self, diagnostic: Some(diagnostic), window: Vec::new() }
     }
 
     pub fn into_diagnostics(self) -> Vec<Diagnostic> {
@@ -77,6 +89,8 @@ impl<'a> FunctionCx<'a> {
 pub struct Report<'c, 'a> {
     cx: &'c mut FunctionCx<'a>,
     diagnostic: Option<Diagnostic>,
+    /// Opcodes that identify the finding (see [`FunctionCx::report`]).
+    window: Vec<String>,
 }
 
 impl Report<'_, '_> {
@@ -95,6 +109,7 @@ impl Report<'_, '_> {
     #[must_use]
     pub fn secondary(mut self, id: InstId, message: impl Into<String>) -> Self {
         let label = self.cx.label(id, message);
+        self.window.push(self.cx.inst(id).opcode.clone());
         self.diag().secondary.push(label);
         self
     }
@@ -114,7 +129,12 @@ impl Report<'_, '_> {
 
 impl Drop for Report<'_, '_> {
     fn drop(&mut self) {
-        if let Some(diagnostic) = self.diagnostic.take() {
+        if let Some(mut diagnostic) = self.diagnostic.take() {
+            let kernel = diagnostic.kernel.clone().unwrap_or_default();
+            let parts = [diagnostic.rule.as_str(), kernel.as_str()]
+                .into_iter()
+                .chain(self.window.iter().map(String::as_str));
+            diagnostic.fingerprint = Some(fencelint_diagnostics::stable_hash(parts));
             self.cx.diagnostics.push(diagnostic);
         }
     }
