@@ -225,10 +225,19 @@ fn integer_literal(i: &str) -> PResult<'_, u64> {
 
 /// A signed integer (`-8`, `+4`, `0x10`); the 64-bit pattern wraps like PTX's.
 pub(crate) fn signed_integer(i: &str) -> PResult<'_, i64> {
-    let (i, sign) = opt(alt((char('-'), char('+')))).parse(i)?;
+    let (i, negative) = sign(i);
     let (i, value) = integer_literal(i)?;
     let value = value.cast_signed();
-    Ok((i, if sign == Some('-') { value.wrapping_neg() } else { value }))
+    Ok((i, if negative { value.wrapping_neg() } else { value }))
+}
+
+/// An optional `-` or `+`: the rest, and whether it was `-`.
+fn sign(i: &str) -> (&str, bool) {
+    match i.as_bytes().first() {
+        Some(b'-') => (&i[1..], true),
+        Some(b'+') => (&i[1..], false),
+        _ => (i, false),
+    }
 }
 
 fn unsigned_u32(i: &str) -> PResult<'_, u32> {
@@ -243,8 +252,7 @@ fn unsigned_u32(i: &str) -> PResult<'_, u32> {
 /// float (`1.5`, `1e-3`, `.5`), with an optional sign.
 fn number(i: &str) -> PResult<'_, OperandKind<'_>> {
     let start = i;
-    let (i, sign) = opt(alt((char('-'), char('+')))).parse(i)?;
-    let negative = sign == Some('-');
+    let (i, negative) = sign(i);
     let bytes = i.as_bytes();
     let exact_bits = match bytes {
         [b'0', b'f' | b'F', ..] => Some(8),
@@ -413,7 +421,8 @@ fn dotted_name(i: &str) -> PResult<'_, &str> {
 
 /// A name operand and what may follow it: `tbl[12]`, `%r0|%p0`, `generic(sym)` (an expression).
 fn named(_cx: Cx, i: &str) -> PResult<'_, OperandKind<'_>> {
-    let (rest, first) = context("an operand", name).parse(i)?;
+    let (rest, first) =
+        name(i).map_err(|_| nom::Err::Error(Expected { at: i, what: "an operand" }))?;
     match rest.as_bytes().first() {
         Some(b'[') => {
             let (rest, index) = delimited(
@@ -446,7 +455,9 @@ fn bracket(cx: Cx, i: &str, depth: u32) -> PResult<'_, OperandKind<'_>> {
         let (rest, value) = signed_integer(inner)?;
         (rest, Err(value))
     } else {
-        let (rest, base) = context("an address register, symbol or integer", name).parse(inner)?;
+        let (rest, base) = name(inner).map_err(|_| {
+            nom::Err::Error(Expected { at: inner, what: "an address register, symbol or integer" })
+        })?;
         (rest, Ok(base))
     };
     let rest = skip_ws(after_base);

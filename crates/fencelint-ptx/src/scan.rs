@@ -150,6 +150,34 @@ static STATEMENT_SPECIAL: [bool; 256] = {
     table
 };
 
+/// Skips bytes that [`statement_end`] can ignore, eight at a time where possible.
+fn skip_plain(bytes: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // Whether any byte of `word` equals `b` (the classic zero-byte test).
+    let has = |word: u64, b: u8| {
+        let x = word ^ (ONES * u64::from(b));
+        x.wrapping_sub(ONES) & !x & HIGHS
+    };
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        let special = has(word, b';')
+            | has(word, b'\n')
+            | has(word, b'/')
+            | has(word, b'"')
+            | has(word, b'{')
+            | has(word, b'}');
+        if special != 0 {
+            break;
+        }
+        i += 8;
+    }
+    while i < bytes.len() && !STATEMENT_SPECIAL[bytes[i] as usize] {
+        i += 1;
+    }
+    i
+}
+
 /// Finds the `;` that ends the statement starting at `pos`, skipping comments and strings.
 ///
 /// The statement also ends, unterminated, before a `}` that closes an enclosing scope, and at
@@ -172,9 +200,7 @@ pub(crate) fn statement_end(bytes: &[u8], pos: usize, checks: LineChecks) -> Sta
     while i < bytes.len() {
         if !at_line_start {
             // Fast path: only a few bytes change the state away from a line start.
-            while i < bytes.len() && !STATEMENT_SPECIAL[bytes[i] as usize] {
-                i += 1;
-            }
+            i = skip_plain(bytes, i);
             if i >= bytes.len() {
                 break;
             }
