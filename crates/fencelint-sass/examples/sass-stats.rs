@@ -109,6 +109,11 @@ fn run(path: &str, mode: Mode, show_errors: bool) -> std::io::Result<(Counts, u6
             let text = read(path)?;
             let started = Instant::now();
             let chunks = fencelint_sass::split_functions(&text);
+            eprintln!(
+                "{path}: split into {} chunks in {:.3} s",
+                chunks.len(),
+                started.elapsed().as_secs_f64()
+            );
             let counts = chunks
                 .par_iter()
                 .map(|chunk: &TextChunk<'_>| {

@@ -127,7 +127,7 @@ pub(crate) fn parse_operand(token: &str, offset: usize) -> Operand<'_> {
                 text = &text[1..];
             }
             Some(b'|') => {
-                let Some(close) = text[1..].find('|') else { return operand };
+                let Some(close) = byte_index(&text[1..], b'|') else { return operand };
                 let after = &text[close + 2..];
                 if !after.is_empty() && after != ".reuse" {
                     return operand;
@@ -174,7 +174,7 @@ fn parse_kind(text: &str) -> Option<OperandKind<'_>> {
         }
         b'$' | b'_' | b'.' => Some(OperandKind::Label(text)),
         b'0'..=b'9' | b'-' | b'+' | b'I' | b'Q' | b'N' => parse_number(text),
-        b'a'..=b'z' if text.contains('[') => parse_prefixed(text),
+        b'a'..=b'z' if byte_index(text, b'[').is_some() => parse_prefixed(text),
         // No SASS keyword is lower case: a bare lower-case word is a symbol (`extern "C"` names
         // in nvdisasm JSON).
         b'a'..=b'z' if is_symbol(text) => Some(OperandKind::Label(text)),
@@ -191,6 +191,9 @@ fn is_symbol(text: &str) -> bool {
 /// In control-flow instructions, a bare word that no other rule claimed is a code symbol
 /// (nvdisasm JSON writes `CALL.REL.NOINC MyKernel$helper`, `RET.REL.NODEC R2,MyKernel`).
 pub(crate) fn claim_symbols(opcode: &str, operands: &mut [Operand<'_>]) {
+    if !crate::text::may_transfer_control(opcode) {
+        return;
+    }
     if !matches!(
         crate::text::opcode_base(opcode),
         "CALL"
@@ -218,6 +221,11 @@ pub(crate) fn claim_symbols(opcode: &str, operands: &mut [Operand<'_>]) {
             operand.kind = OperandKind::Label(text);
         }
     }
+}
+
+/// The index of the first `byte` in a short text (operands are a few bytes long).
+fn byte_index(text: &str, byte: u8) -> Option<usize> {
+    text.bytes().position(|b| b == byte)
 }
 
 /// Whether `text` begins like a numeric immediate (after a `-` sign).
@@ -344,7 +352,7 @@ fn parse_number(text: &str) -> Option<OperandKind<'_>> {
 /// Reads `[...]` at the start of `text`; returns the address and the text after `]`.
 fn parse_bracket(text: &str) -> Option<(Address, &str)> {
     let inner_start = text.strip_prefix('[')?;
-    let close = inner_start.find(']')?;
+    let close = byte_index(inner_start, b']')?;
     Some((parse_address(&inner_start[..close])?, &inner_start[close + 1..]))
 }
 
@@ -397,14 +405,14 @@ pub(crate) fn parse_address(inner: &str) -> Option<Address> {
 /// Reads a prefixed memory or constant operand: `c[0x0][0x210]`, `cx[UR4][R0]`,
 /// `desc[UR4][R2.64+0x4]`, `gdesc[UR8]`, `tmem[UR4]`, `idesc[UR5]`.
 fn parse_prefixed(text: &str) -> Option<OperandKind<'_>> {
-    let open = text.find('[')?;
+    let open = byte_index(text, b'[')?;
     let (word, brackets) = text.split_at(open);
     if !word.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
         return None;
     }
     if word == "c" || word == "cx" {
         let inner_start = &brackets[1..];
-        let close = inner_start.find(']')?;
+        let close = byte_index(inner_start, b']')?;
         let bank_text = &inner_start[..close];
         let bank = match parse_int(bank_text) {
             Some(bank) => ConstBank::Index(u32::try_from(bank).ok()?),

@@ -50,7 +50,8 @@ impl SassChunk {
                 parse_function_object_in(&self.text, 0, self.text.len(), self.arch)
             }
             format => {
-                let context = Context { arch: self.arch, binary: self.binary.as_deref() };
+                let context =
+                    Context { arch: self.arch, binary: self.binary.as_deref(), one_function: true };
                 parse_listing_in(&self.text, 0, self.text.len(), format, context)
             }
         }
@@ -229,6 +230,9 @@ impl<R: BufRead> FunctionSplitter<R> {
                 let start = self.chunk.len() - read;
                 if is_code_line(&self.chunk[start..]) {
                     self.has_code = true;
+                    continue;
+                }
+                if is_plain_function_line(&self.chunk[start..]) {
                     continue;
                 }
                 let line = String::from_utf8_lossy(&self.chunk[start..]);
@@ -489,6 +493,13 @@ fn is_code_line(line: &[u8]) -> bool {
     line.get(first..first + 2) == Some(b"/*")
 }
 
+/// Whether a line inside a function can be kept without classifying it: a `.L_x_N:` label or a
+/// `//##` line-info marker.
+fn is_plain_function_line(line: &[u8]) -> bool {
+    let first = skip_blanks(line, 0);
+    matches!(line.get(first..first + 3), Some(b".L_" | b"//#"))
+}
+
 /// Classifies a line for the splitters; `function` and `has_code` describe the open chunk.
 fn classify<'l>(line: &'l str, function: Option<&str>, has_code: bool) -> Action<'l> {
     let first = skip_blanks(line.as_bytes(), 0);
@@ -638,7 +649,7 @@ impl<'a> TextChunk<'a> {
                 parse_function_object_in(self.input, range.start, range.end, self.arch)
             }
             format => {
-                let context = Context { arch: self.arch, binary: self.binary };
+                let context = Context { arch: self.arch, binary: self.binary, one_function: true };
                 parse_listing_in(self.input, range.start, range.end, format, context)
             }
         }
@@ -677,6 +688,10 @@ pub fn split_functions(text: &str) -> Vec<TextChunk<'_>> {
         if let Some((function, format, chunk_start, has_code)) = &mut open {
             if is_code_line(line.as_bytes()) {
                 *has_code = true;
+                start = end;
+                continue;
+            }
+            if is_plain_function_line(line.as_bytes()) {
                 start = end;
                 continue;
             }

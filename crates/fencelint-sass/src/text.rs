@@ -22,6 +22,9 @@ use crate::{ParseError, Parsed, SassFormat};
 pub(crate) struct Context<'a> {
     pub(crate) arch: Option<Arch>,
     pub(crate) binary: Option<&'a str>,
+    /// The text is one function (a chunk): its instruction vector is sized from the text's
+    /// length up front instead of growing.
+    pub(crate) one_function: bool,
 }
 
 /// Parses a text listing. `context` is what is known from outside the text (for chunks cut by
@@ -57,6 +60,8 @@ pub(crate) fn parse_listing_in<'a>(
         last_was_inst: false,
         inline_pending: false,
         scratch: Vec::new(),
+        format,
+        text_end,
     };
     let bytes = &text.as_bytes()[..text_end];
     let mut start = start;
@@ -115,6 +120,9 @@ struct Parser<'a> {
     /// Whether the last marker was an `inlined at` one and no instruction followed it yet.
     inline_pending: bool,
     scratch: Vec<Operand<'a>>,
+    format: SassFormat,
+    /// Where the parsed part of `text` ends.
+    text_end: usize,
 }
 
 fn trim_end_blanks(bytes: &[u8], from: usize, mut end: usize) -> usize {
@@ -145,7 +153,13 @@ pub(crate) fn label_name(trimmed: &str) -> Option<&str> {
 
 /// Cuts a trailing `//` comment off a non-instruction line.
 fn strip_comment(line: &str) -> &str {
-    line.find("//").map_or(line, |at| &line[..at]).trim_end()
+    find_pair(line.as_bytes(), 0, b'/', b'/').map_or(line, |at| &line[..at]).trim_end()
+}
+
+/// Whether an opcode may be a control-flow instruction that names a code target. A cheap
+/// first-letter test guards the string comparisons of the hot path.
+pub(crate) fn may_transfer_control(opcode: &str) -> bool {
+    matches!(opcode.as_bytes().first(), Some(b'B' | b'C' | b'J' | b'P' | b'R' | b'S'))
 }
 
 impl<'a> Parser<'a> {
@@ -191,11 +205,18 @@ impl<'a> Parser<'a> {
 
     fn open_function(&mut self, name: &'a str, start: usize, end: usize) {
         self.close_function();
+        let capacity = if std::mem::take(&mut self.context.one_function) {
+            // About 200 bytes per instruction in cuobjdump (two lines), 70 in nvdisasm.
+            let per_inst = if self.format == SassFormat::CuobjdumpText { 192 } else { 64 };
+            (self.text_end - start) / per_inst + 1
+        } else {
+            0
+        };
         self.function = Some(FunctionBuilder {
             name,
             start,
             end,
-            instructions: Vec::new(),
+            instructions: Vec::with_capacity(capacity),
             labels: Vec::new(),
             pending_labels: 0,
         });
@@ -597,12 +618,15 @@ pub(crate) fn opcode_base(opcode: &str) -> &str {
 /// The target of a branch written as a number (`BRA 0x200`, `BSSY B0, 0x210`,
 /// `CALL.REL.NOINC 0x2b0`): the last operand of a relative control-flow opcode.
 pub(crate) fn numeric_target(opcode: &str, operands: &[crate::ast::Operand<'_>]) -> Option<u64> {
+    if !may_transfer_control(opcode) {
+        return None;
+    }
     let base = opcode_base(opcode);
     let takes_target = matches!(
         base,
         "BRA" | "BSSY" | "CALL" | "JMP" | "SSY" | "PBK" | "PCNT" | "PRET" | "CAL" | "JCAL"
     );
-    if !takes_target || opcode.contains(".ABS") {
+    if !takes_target || opcode.as_bytes().windows(4).any(|window| window == b".ABS") {
         return None;
     }
     match operands.last()?.kind {
