@@ -113,8 +113,8 @@ fn lower_function<'a>(
         .collect();
     let addresses: Vec<u64> = kept.iter().map(|i| i.address).collect();
     for inst in &kept {
-        let class = cache.entry(inst.opcode).or_insert_with(|| table.classify(inst.opcode)).clone();
-        let lowered = lower_inst(&mut out, inst, &class, table, &addresses, base);
+        let class = cache.entry(inst.opcode).or_insert_with(|| table.classify(inst.opcode));
+        let lowered = lower_inst(&mut out, inst, class, table, &addresses, base);
         out.insts.push(lowered);
     }
     out
