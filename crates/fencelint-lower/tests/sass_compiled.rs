@@ -1,0 +1,117 @@
+//! Lowering every SASS listing of `fixtures/compiled/` (real ptxas output) gives a well-formed
+//! IR: the facts the rules rely on are present in every format.
+
+use std::path::{Path, PathBuf};
+
+use fencelint_ir::{InstKind, Module};
+use fencelint_lower::{InputKind, detect, lower};
+use fencelint_sass::SassFormat;
+use fencelint_source::FileId;
+
+fn compiled_listings() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        entries.sort();
+        for path in entries {
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "sass" || e == "json") {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/compiled"), &mut out);
+    assert!(!out.is_empty());
+    out
+}
+
+fn check(path: &Path, format: SassFormat, modules: &[Module]) -> Vec<String> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let mut problems = Vec::new();
+    let mut functions = 0;
+    for module in modules {
+        if module.target.as_deref().is_none_or(|t| !t.starts_with("sm_")) {
+            problems.push(format!("module without an sm_ target: {:?}", module.target));
+        }
+        for func in &module.functions {
+            functions += 1;
+            // Every function of our fixtures is an `extern "C" __global__` kernel.
+            if !func.is_kernel {
+                problems.push(format!("`{}` is not marked a kernel", func.name));
+            }
+            if func.insts.is_empty() {
+                problems.push(format!("`{}` has no instructions", func.name));
+            }
+            let mut previous = None;
+            for inst in &func.insts {
+                let at = format!(
+                    "`{}` {:#06x} `{}`",
+                    func.name,
+                    inst.sass_address.unwrap_or(0),
+                    inst.opcode
+                );
+                let Some(address) = inst.sass_address else {
+                    problems.push(format!("{at}: no SASS address"));
+                    continue;
+                };
+                if previous.is_some_and(|p| p >= address) {
+                    problems.push(format!("{at}: addresses out of order"));
+                }
+                previous = Some(address);
+                if inst.kind == InstKind::Unknown {
+                    problems.push(format!("{at}: not understood"));
+                }
+                if matches!(inst.kind, InstKind::Branch)
+                    && inst.control.targets.is_empty()
+                    && !inst.control.exits
+                {
+                    problems.push(format!("{at}: branch target not resolved"));
+                }
+                if inst.kind.mem().is_some_and(|m| m.space != fencelint_ir::Space::Const)
+                    && inst.address.is_none()
+                {
+                    problems.push(format!("{at}: memory access without an address"));
+                }
+                if name.ends_with(".nvdisasm-gp.sass") && inst.ptx_line.is_none() {
+                    problems.push(format!("{at}: no PTX line in an -gp listing"));
+                }
+            }
+            if name.ends_with(".nvdisasm.sass")
+                && func.insts.iter().all(|i| i.source.is_none())
+                && format == SassFormat::NvdisasmText
+            {
+                problems.push(format!("`{}`: no source line in an -g listing", func.name));
+            }
+        }
+    }
+    if functions == 0 {
+        problems.push("no function".to_owned());
+    }
+    problems
+}
+
+#[test]
+fn compiled_listings_lower_to_well_formed_ir() {
+    let mut failures = Vec::new();
+    for path in compiled_listings() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let Some(InputKind::Sass(format)) = detect(&text) else {
+            failures.push(format!("{}: not recognised as SASS", path.display()));
+            continue;
+        };
+        let lowered = lower(FileId(0), &text, InputKind::Sass(format), 0);
+        if !lowered.diagnostics.is_empty() {
+            failures.push(format!(
+                "{}: {} parse errors",
+                path.display(),
+                lowered.diagnostics.len()
+            ));
+        }
+        for problem in check(&path, format, &lowered.modules).into_iter().take(5) {
+            failures.push(format!("{}: {problem}", path.display()));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}\n", failures.join("\n"));
+}
