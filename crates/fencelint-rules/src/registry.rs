@@ -8,6 +8,7 @@ static RULES: &[&dyn Rule] = &[
     &rules::async_proxy_read_without_fence::AsyncProxyReadWithoutFence,
     &rules::costly_fence::CostlyFence,
     &rules::cp_async_not_waited::CpAsyncNotWaited,
+    &rules::elected_lane_release::ElectedLaneRelease,
     &rules::mbarrier_init_not_fenced::MbarrierInitNotFenced,
     &rules::mbarrier_phase_skip::MbarrierPhaseSkip,
     &rules::mbarrier_wait_scope_too_narrow::MbarrierWaitScopeTooNarrow,
