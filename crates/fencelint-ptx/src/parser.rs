@@ -139,7 +139,12 @@ impl<'a> Parser<'a> {
         };
         let what = if expected.what.is_empty() { "valid syntax" } else { expected.what };
         let found_text = self.src.get(at..end).unwrap_or("");
-        let token_len = found_text.split(char::is_whitespace).next().map_or(0, str::len).min(64);
+        // The offending token, at most 64 bytes, ending on a character boundary.
+        let token_len = found_text
+            .char_indices()
+            .take_while(|&(offset, c)| !c.is_whitespace() && offset < 64)
+            .last()
+            .map_or(0, |(offset, c)| offset + c.len_utf8());
         let message = format!("expected {what} in {item}, found {}", found(found_text));
         self.error(at, at + token_len, message);
     }

@@ -21,7 +21,23 @@ fn timed(src: &str) -> Parsed<Module<'_>> {
     let parsed = parse(src);
     let elapsed = start.elapsed();
     assert!(elapsed < TIME_LIMIT, "parsing {} bytes took {elapsed:?}", src.len());
+    assert_ranges_on_char_boundaries(src, &parsed);
     parsed
+}
+
+/// Renderers slice the source by error ranges: they must be in bounds, on char boundaries.
+fn assert_ranges_on_char_boundaries(src: &str, parsed: &Parsed<Module<'_>>) {
+    for error in &parsed.errors {
+        assert!(src.get(error.range.to_usize()).is_some(), "{error:?} in {} bytes", src.len());
+    }
+    for item in &parsed.value.items {
+        assert!(src.get(item.range().to_usize()).is_some(), "{item:?}");
+        if let ModuleItem::Function(function) = item {
+            for statement in function.statements() {
+                assert!(src.get(statement.range().to_usize()).is_some(), "{statement:?}");
+            }
+        }
+    }
 }
 
 fn function_statements<'m, 'a>(module: &'m Module<'a>, name: &str) -> &'m [Statement<'a>] {
@@ -212,7 +228,15 @@ fn mutated_real_looking_module() {
     let src = ".version 9.4\n.target sm_90a\n.global .u32 g[2] = {1, 2};\n.visible .entry k(.param .u64 p)\n{\n.reg .pred %p<2>;\n{ // callseq\n.param .b32 param0;\ncall.uni (retval0), f, (param0);\n}\n@!%p1 bra $L1;\n$L1:\nld.global.v2.u32 {%r1, %r2}, [%rd1+-8];\ncp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%rd9, {%r1, %r2}], [%r3];\n.loc 1 2 3, function_name $L__s+1, inlined_at 1 2 3\nret;\n}\n";
     for cut in 0..src.len() {
         let mutated = format!("{}{}", &src[..cut], &src[cut + 1..]);
-        let _ = parse(&mutated);
+        let parsed = parse(&mutated);
+        assert_ranges_on_char_boundaries(&mutated, &parsed);
+        // A multi-byte character at every position.
+        for insert in ["é", "€", "\u{FFFD}", "\u{1F600}"] {
+            let mutated = format!("{}{insert}{}", &src[..cut], &src[cut..]);
+            let parsed = parse(&mutated);
+            assert_ranges_on_char_boundaries(&mutated, &parsed);
+            let _ = split_functions(&mutated);
+        }
     }
 }
 
