@@ -3,8 +3,8 @@
 //! Usage: `cargo run --release -p fencelint-sass --example sass-stats -- [MODE] [--errors]
 //! FILE...` where MODE is one of
 //! - `--whole` (default): read the file, then parse it in one call to `parse`;
-//! - `--split`: read the file, cut it with `split_functions`, parse the chunks in parallel
-//!   (rayon; `RAYON_NUM_THREADS` sets the threads);
+//! - `--split`: read the file, cut it with `split_functions_parallel`, parse the chunks in
+//!   parallel (rayon; `RAYON_NUM_THREADS` sets the threads);
 //! - `--stream`: read the file through `FunctionSplitter` (as from a pipe) and parse the chunks
 //!   one after another.
 //!
@@ -108,7 +108,7 @@ fn run(path: &str, mode: Mode, show_errors: bool) -> std::io::Result<(Counts, u6
         Mode::Split => {
             let text = read(path)?;
             let started = Instant::now();
-            let chunks = fencelint_sass::split_functions(&text);
+            let chunks = fencelint_sass::split_functions_parallel(&text);
             eprintln!(
                 "{path}: split into {} chunks in {:.3} s",
                 chunks.len(),

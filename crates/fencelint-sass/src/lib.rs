@@ -43,7 +43,9 @@ pub use ast::{
     Suffix,
 };
 pub use detect::{DETECT_PREFIX, InputFormat, SassFormat, detect, detect_input};
-pub use split::{FunctionSplitter, SassChunk, TextChunk, split_functions};
+pub use split::{
+    FunctionSplitter, SassChunk, TextChunk, split_functions, split_functions_parallel,
+};
 
 /// A problem found while parsing, with the byte range it concerns.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -8,6 +8,7 @@
 use std::io::{self, BufRead};
 
 use fencelint_source::TextRange;
+use rayon::prelude::*;
 
 use crate::ast::{Arch, SassModule};
 use crate::json::{metadata_arch_of, parse_function_object_in, split_json};
@@ -128,14 +129,17 @@ impl<R: BufRead> FunctionSplitter<R> {
         }
     }
 
-    /// Decides between JSON and text from the first non-blank byte.
+    /// Decides between JSON and text from the first non-blank bytes: `[` followed by `{` or
+    /// `[` is JSON, as in [`crate::detect`].
     fn sniff(&mut self) -> io::Result<()> {
         self.sniffed = true;
         loop {
             let buffer = self.reader.fill_buf()?;
             let blanks = buffer.iter().take_while(|b| b.is_ascii_whitespace()).count();
             if buffer.is_empty() || blanks < buffer.len() {
-                if buffer.get(blanks) == Some(&b'[') {
+                let rest = &buffer[blanks..];
+                let after = rest.iter().skip(1).find(|b| !b.is_ascii_whitespace());
+                if rest.first() == Some(&b'[') && after.is_none_or(|b| matches!(b, b'{' | b'[')) {
                     self.reader.consume(blanks);
                     self.offset += blanks as u64;
                     self.json = Some(JsonPhase::Start);
@@ -236,7 +240,11 @@ impl<R: BufRead> FunctionSplitter<R> {
                     continue;
                 }
                 let line = String::from_utf8_lossy(&self.chunk[start..]);
-                match classify(&line, self.function.as_deref(), self.has_code) {
+                let mut action = classify(&line, self.function.as_deref());
+                if let Action::Section(name) = action {
+                    action = section_action(name, self.function.as_deref(), self.has_code);
+                }
+                match action {
                     Action::Code => self.has_code = true,
                     Action::Keep => {}
                     Action::KeepAndClose => {
@@ -266,7 +274,7 @@ impl<R: BufRead> FunctionSplitter<R> {
     /// Handles the line in `self.scratch`, read outside any chunk.
     fn outside_line(&mut self, line_offset: u64, line_number: u64) {
         let line = String::from_utf8_lossy(&self.scratch).into_owned();
-        let action = classify(&line, None, false);
+        let action = classify(&line, None);
         match outside(&mut self.mode, &mut self.arch, action) {
             Outside::Nothing => {}
             Outside::Binary(binary) => self.binary = binary.map(str::to_owned),
@@ -473,6 +481,8 @@ enum Action<'l> {
     KeepAndClose,
     /// A function header.
     Start(&'l str, SassFormat),
+    /// `.section .text.name`: a function header unless it repeats the separator just before.
+    Section(&'l str),
     /// A data section or the symbol trailer begins.
     EnterData,
     /// A fat-binary entry header.
@@ -500,8 +510,8 @@ fn is_plain_function_line(line: &[u8]) -> bool {
     matches!(line.get(first..first + 3), Some(b".L_" | b"//#"))
 }
 
-/// Classifies a line for the splitters; `function` and `has_code` describe the open chunk.
-fn classify<'l>(line: &'l str, function: Option<&str>, has_code: bool) -> Action<'l> {
+/// Classifies a line for the splitters; `function` names the open chunk, if any.
+fn classify<'l>(line: &'l str, function: Option<&str>) -> Action<'l> {
     let first = skip_blanks(line.as_bytes(), 0);
     let rest = line[first..].trim_end();
     let Some(&head) = rest.as_bytes().first() else { return Action::Keep };
@@ -526,8 +536,7 @@ fn classify<'l>(line: &'l str, function: Option<&str>, has_code: bool) -> Action
         if directive == ".section" {
             let section = argument.split([',', ' ', '\t']).next().unwrap_or("");
             return match code_section_function(section) {
-                Some(name) if function == Some(name) && !has_code => Action::Keep,
-                Some(name) => Action::Start(name, SassFormat::NvdisasmText),
+                Some(name) => Action::Section(name),
                 None => Action::EnterData,
             };
         }
@@ -557,12 +566,23 @@ fn classify<'l>(line: &'l str, function: Option<&str>, has_code: bool) -> Action
         if let Some(value) = rest.strip_prefix("identifier = ") {
             return Action::Header(HeaderKey::Identifier, value.trim());
         }
-        let looks_like_inst = head == b'@' || head.is_ascii_uppercase();
-        if looks_like_inst && rest.contains(';') && !rest.contains(" = ") {
-            return Action::Code;
-        }
+    }
+    // An instruction written without its address column (hand-written snippets).
+    let looks_like_inst = head == b'@' || head.is_ascii_uppercase();
+    if looks_like_inst && rest.contains(';') && !rest.contains(" = ") {
+        return Action::Code;
     }
     Action::Keep
+}
+
+/// `.section .text.name` repeats the separator of the function just opened (nothing to do)
+/// or starts a function.
+fn section_action<'l>(name: &'l str, function: Option<&str>, has_code: bool) -> Action<'l> {
+    if function == Some(name) && !has_code {
+        Action::Keep
+    } else {
+        Action::Start(name, SassFormat::NvdisasmText)
+    }
 }
 
 /// What a line outside any function does.
@@ -584,6 +604,10 @@ fn outside<'l>(mode: &mut Mode, arch: &mut Option<Arch>, action: Action<'l>) -> 
         Action::Start(function, format) => {
             *mode = Mode::Code;
             Outside::Start { function, format, has_code: false }
+        }
+        Action::Section(function) => {
+            *mode = Mode::Code;
+            Outside::Start { function, format: SassFormat::NvdisasmText, has_code: false }
         }
         Action::Code if *mode == Mode::Outside => {
             *mode = Mode::Code;
@@ -660,6 +684,28 @@ impl<'a> TextChunk<'a> {
 /// parsed in parallel (`chunks.par_iter().map(TextChunk::parse)`). The chunks are the same as
 /// [`FunctionSplitter`]'s; parsing them all gives the functions of [`crate::parse`].
 pub fn split_functions(text: &str) -> Vec<TextChunk<'_>> {
+    split_with(text, SEGMENT, |segments| {
+        segments.iter().map(|&(start, end)| scan_segment(text, start, end)).collect()
+    })
+}
+
+/// [`split_functions`] with the line scan spread over rayon's threads; the result is the
+/// same. Worth it for listings of hundreds of megabytes, where a sequential scan would
+/// dominate the parallel parse.
+pub fn split_functions_parallel(text: &str) -> Vec<TextChunk<'_>> {
+    split_with(text, SEGMENT, |segments| {
+        segments.par_iter().map(|&(start, end)| scan_segment(text, start, end)).collect()
+    })
+}
+
+/// The size of the pieces that [`split_functions_parallel`] scans independently.
+const SEGMENT: usize = 4 << 20;
+
+fn split_with<'a>(
+    text: &'a str,
+    segment: usize,
+    scan: impl FnOnce(&[(usize, usize)]) -> Vec<Vec<Item<'a>>>,
+) -> Vec<TextChunk<'a>> {
     if crate::detect(text) == Some(SassFormat::NvdisasmJson) {
         let (arch, objects) = split_json(text);
         return objects
@@ -674,70 +720,116 @@ pub fn split_functions(text: &str) -> Vec<TextChunk<'_>> {
             })
             .collect();
     }
+    // Segments end at line starts, so that no line is cut.
     let bytes = text.as_bytes();
+    let mut segments = Vec::new();
+    let mut start = 0;
+    while start < bytes.len() {
+        let cut = (start + segment.max(1)).min(bytes.len());
+        let end = if cut == bytes.len() {
+            cut
+        } else {
+            find_byte(bytes, cut, b'\n').map_or(bytes.len(), |newline| newline + 1)
+        };
+        segments.push((start, end));
+        start = end;
+    }
+    let items = scan(&segments);
+    merge(text, items.into_iter().flatten())
+}
+
+/// A line that matters to the splitter: a header, a section change, a terminator, or the first
+/// code line after the previous item (later code lines change nothing).
+struct Item<'a> {
+    start: usize,
+    end: usize,
+    action: Action<'a>,
+}
+
+/// Finds the items of the lines in `text[start..end]`; needs no state from earlier lines.
+fn scan_segment(text: &str, start: usize, end: usize) -> Vec<Item<'_>> {
+    let bytes = &text.as_bytes()[..end];
+    let mut items = Vec::new();
+    let mut code_noted = false;
+    let mut line_start = start;
+    while line_start < end {
+        let line_end = find_byte(bytes, line_start, b'\n').map_or(end, |newline| newline + 1);
+        let line = &bytes[line_start..line_end];
+        let action = if is_code_line(line) {
+            Action::Code
+        } else if is_plain_function_line(line) {
+            Action::Keep
+        } else {
+            classify(&text[line_start..line_end], None)
+        };
+        match action {
+            Action::Keep => {}
+            Action::Code if code_noted => {}
+            Action::Code => {
+                code_noted = true;
+                items.push(Item { start: line_start, end: line_end, action });
+            }
+            _ => {
+                code_noted = false;
+                items.push(Item { start: line_start, end: line_end, action });
+            }
+        }
+        line_start = line_end;
+    }
+    items
+}
+
+/// Runs the splitter's state over the items in order and cuts the chunks.
+fn merge<'a>(text: &'a str, items: impl Iterator<Item = Item<'a>>) -> Vec<TextChunk<'a>> {
     let mut chunks = Vec::new();
     let mut mode = Mode::Outside;
     let mut arch = None;
     let mut binary = None;
     // The open chunk: its function, format, start and whether it has code.
     let mut open: Option<(&str, SassFormat, usize, bool)> = None;
-    let mut start = 0;
-    while start < bytes.len() {
-        let end = find_byte(bytes, start, b'\n').map_or(bytes.len(), |newline| newline + 1);
-        let line = &text[start..end];
+    for item in items {
         if let Some((function, format, chunk_start, has_code)) = &mut open {
-            if is_code_line(line.as_bytes()) {
-                *has_code = true;
-                start = end;
-                continue;
-            }
-            if is_plain_function_line(line.as_bytes()) {
-                start = end;
-                continue;
-            }
-            let action = classify(line, Some(function), *has_code);
-            let close_at = match action {
+            let close_at = match item.action {
                 Action::Code => {
                     *has_code = true;
                     None
                 }
-                Action::Keep => None,
-                Action::KeepAndClose => Some(end),
-                _ => Some(start),
+                Action::Section(name) => match section_action(name, Some(function), *has_code) {
+                    Action::Keep => None,
+                    _ => Some(item.start),
+                },
+                // Inside a function these are plain lines.
+                Action::Arch(_) | Action::Header(..) | Action::Keep => None,
+                Action::KeepAndClose => Some(item.end),
+                _ => Some(item.start),
             };
-            if let Some(close_at) = close_at {
-                chunks.push(TextChunk {
-                    input: text,
-                    range: TextRange::from_usize(*chunk_start, close_at),
-                    format: *format,
-                    function,
-                    arch,
-                    binary,
-                });
-                open = None;
-                mode = Mode::Outside;
-                if close_at == end {
-                    start = end;
-                    continue;
-                }
-            } else {
-                start = end;
+            let Some(close_at) = close_at else { continue };
+            chunks.push(TextChunk {
+                input: text,
+                range: TextRange::from_usize(*chunk_start, close_at),
+                format: *format,
+                function,
+                arch,
+                binary,
+            });
+            open = None;
+            mode = Mode::Outside;
+            if close_at == item.end {
                 continue;
             }
         }
-        match outside(&mut mode, &mut arch, classify(line, None, false)) {
+        match outside(&mut mode, &mut arch, item.action) {
             Outside::Nothing => {}
             Outside::Binary(value) => binary = value,
             Outside::Start { function, format, has_code } => {
-                open = Some((function, format, start, has_code));
+                open = Some((function, format, item.start, has_code));
             }
         }
-        start = end;
     }
     if let Some((function, format, chunk_start, _)) = open {
         chunks.push(TextChunk {
             input: text,
-            range: TextRange::from_usize(chunk_start, bytes.len()),
+            range: TextRange::from_usize(chunk_start, text.len()),
             format,
             function,
             arch,
@@ -758,4 +850,33 @@ fn json_function_name(object: &str) -> &str {
 
 fn count_newlines(bytes: &[u8]) -> u64 {
     bytes.split(|&b| b == b'\n').count() as u64 - 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Small segments put segment borders inside functions, headers and code runs.
+    #[test]
+    fn segment_borders_do_not_change_the_chunks() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|ext| ext != "sass") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let whole = split_functions(&text);
+            for segment in [1, 97, 1000, 4096] {
+                let pieces = split_with(&text, segment, |segments| {
+                    segments
+                        .par_iter()
+                        .map(|&(start, end)| scan_segment(&text, start, end))
+                        .collect()
+                });
+                assert_eq!(pieces, whole, "{} with segments of {segment}", path.display());
+            }
+            assert_eq!(split_functions_parallel(&text), whole);
+        }
+    }
 }

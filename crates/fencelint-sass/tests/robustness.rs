@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use fencelint_sass::{
     FunctionSplitter, Parsed, SassModule, parse, parse_json, parse_text, split_functions,
+    split_functions_parallel,
 };
 
 /// A small deterministic generator (xorshift64*), so failures reproduce.
@@ -58,9 +59,28 @@ fn exercise(text: &str) {
         let chunk = chunk.expect("reading from memory");
         check_spans(&chunk.text, &chunk.parse());
     }
-    for chunk in split_functions(text) {
+    assert_eq!(split_functions_parallel(text), split_functions(text));
+    let streamed: Vec<_> =
+        FunctionSplitter::new(text.as_bytes()).map(|chunk| chunk.expect("in memory")).collect();
+    let in_memory = split_functions(text);
+    for chunk in &in_memory {
         assert!(text.get(chunk.range.to_usize()).is_some());
         check_spans(text, &chunk.parse());
+    }
+    // Both splitters cut text listings into the same chunks (lines longer than the streaming
+    // splitter's cap outside functions are the one documented difference; malformed JSON may
+    // be cut differently).
+    let is_json = fencelint_sass::detect(text) == Some(fencelint_sass::SassFormat::NvdisasmJson);
+    if !is_json && !text.lines().any(|line| line.len() > 60_000) {
+        let a: Vec<(&str, u64)> =
+            streamed.iter().map(|c| (c.function.as_str(), c.offset)).collect();
+        let b: Vec<(&str, u64)> =
+            in_memory.iter().map(|c| (c.function, u64::from(c.range.start))).collect();
+        assert_eq!(a, b, "splitters disagree on {text:?}");
+        for (a, b) in streamed.iter().zip(&in_memory) {
+            assert_eq!(a.text, b.text());
+            assert_eq!((a.arch, a.binary.as_deref()), (b.arch, b.binary));
+        }
     }
 }
 
