@@ -32,8 +32,9 @@ impl Rule for SpinPollWithoutAcquire {
         // One finding per unordered read: several polls (or several loops) often lead to it.
         let mut findings: BTreeMap<InstId, (Poll, usize, usize)> = BTreeMap::new();
         let mut seen_polls = Vec::new();
+        let sass = cx.module.dialect == Some(Dialect::Sass);
         for lp in analysis.loops() {
-            for poll in polls_of(analysis, lp) {
+            for poll in polls_of(analysis, lp, sass) {
                 if seen_polls.contains(&poll.load) {
                     continue;
                 }
@@ -71,7 +72,7 @@ fn polled_access(inst: &Inst) -> Option<&MemAccess> {
     }
 }
 
-fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop) -> Vec<Poll> {
+fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll> {
     let func = analysis.func;
     let exits: Vec<(InstId, fencelint_cfg::BlockId, Vec<InstId>)> = lp
         .exits
@@ -97,6 +98,12 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop) -> Vec<Poll> {
         for load in deciders {
             let Some(mem) = polled_access(func.inst(load)) else { continue };
             if !mem.space.is_shareable() || mem.non_coherent || mem.sem.has_acquire() {
+                continue;
+            }
+            // SASS prints shared-memory accesses without strength (`LDS` is weak, relaxed or an
+            // acquire at CTA scope alike) and ptxas deletes weak global polls: a weak-looking
+            // SASS poll carries no usable ordering fact.
+            if sass && mem.sem == Sem::Weak {
                 continue;
             }
             if !address_is_loop_invariant(analysis, lp, load) {
