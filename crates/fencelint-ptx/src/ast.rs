@@ -292,14 +292,35 @@ impl<'a> VarDecl<'a> {
     }
 }
 
-/// Whether a dotted word names a PTX data type.
+/// Whether a dotted word names a PTX data type: `b8`..`b128`, `u8`..`u64`, `s4`..`s64`,
+/// `f16`/`f16x2`/`f32`/`f64`, `bf16`/`bf16x2`, `tf32`, the small floats (`e4m3`, `e5m2x2`,
+/// `e2m1`, `ue8m0`...), `pred` and the opaque types. Shapes such as `m16n8k16` are not types.
 pub fn is_type_word(word: &str) -> bool {
+    let starts_with_digit = |rest: &str| rest.starts_with(|c: char| c.is_ascii_digit());
     matches!(word, "pred" | "texref" | "samplerref" | "surfref")
-        || word
-            .strip_prefix(['b', 'u', 's', 'f', 'e', 'm'])
-            .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+        || word.strip_prefix(['b', 'u', 's', 'f', 'e']).is_some_and(starts_with_digit)
+        || word.strip_prefix("ue").is_some_and(starts_with_digit)
         || word.starts_with("bf16")
         || word.starts_with("tf32")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_type_word;
+
+    #[test]
+    fn type_words() {
+        // Hand-written.
+        for word in [
+            "b8", "b128", "u32", "s64", "f16x2", "bf16", "bf16x2", "tf32", "e4m3", "e5m2x2",
+            "ue8m0", "pred",
+        ] {
+            assert!(is_type_word(word), "{word}");
+        }
+        for word in ["m16n8k16", "sync", "shared", "v4", "x4", "eq", "ftz", "sat", "global"] {
+            assert!(!is_type_word(word), "{word}");
+        }
+    }
 }
 
 /// One declared name: `%r<21>` (21 registers `%r0..%r20`), `tile[1024]`, `tbl[2][4]`, `smem[]`.
