@@ -561,16 +561,24 @@ fn guard(cx: Cx, i: &str) -> PResult<'_, Guard<'_>> {
     Ok((rest, Guard { register, negated: negated.is_some(), range: cx.range(start, rest) }))
 }
 
-/// The dotted opcode: a letter, then letters, digits, `_`, `.` and `::`.
-fn opcode(i: &str) -> PResult<'_, &str> {
-    if !i.as_bytes().first().is_some_and(u8::is_ascii_alphabetic) {
+/// The dotted opcode: a letter, then letters, digits, `_`, `$`, `.` and `::`. Also returns
+/// the number of tokens (dots plus one).
+fn opcode(i: &str) -> PResult<'_, (&str, usize)> {
+    let bytes = i.as_bytes();
+    if !bytes.first().is_some_and(u8::is_ascii_alphabetic) {
         return fail(i, "an instruction opcode");
     }
-    let len = i
-        .bytes()
-        .take_while(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'$'))
-        .count();
-    Ok((&i[len..], &i[..len]))
+    let mut len = 1;
+    let mut n_tokens = 1;
+    while let Some(&b) = bytes.get(len) {
+        if b == b'.' {
+            n_tokens += 1;
+        } else if !(is_ident_char(b) || b == b':') {
+            break;
+        }
+        len += 1;
+    }
+    Ok((&i[len..], (&i[..len], n_tokens)))
 }
 
 /// One instruction statement (the text before its `;`); `range` is filled by the caller.
@@ -582,21 +590,19 @@ pub(crate) fn instruction(cx: Cx, text: &str) -> Result<Instruction<'_>, Expecte
     } else {
         (i, None)
     };
-    let (rest, opcode) = opcode(i).map_err(into_expected)?;
-    let bytes = opcode.as_bytes();
-    let mut n_tokens = 1;
-    for &b in bytes {
-        n_tokens += usize::from(b == b'.');
-    }
+    let (rest, (opcode, n_tokens)) = opcode(i).map_err(into_expected)?;
     let mut tokens = Vec::with_capacity(n_tokens);
-    let mut token_start = 0;
-    for pos in 0..=bytes.len() {
-        if pos == bytes.len() || bytes[pos] == b'.' {
-            if pos == token_start {
-                return Err(Expected { at: i, what: "a modifier after each `.` of the opcode" });
-            }
-            tokens.push(&opcode[token_start..pos]);
-            token_start = pos + 1;
+    let mut remaining = opcode;
+    loop {
+        let dot = remaining.bytes().position(|b| b == b'.');
+        let token = &remaining[..dot.unwrap_or(remaining.len())];
+        if token.is_empty() {
+            return Err(Expected { at: i, what: "a modifier after each `.` of the opcode" });
+        }
+        tokens.push(token);
+        match dot {
+            Some(dot) => remaining = &remaining[dot + 1..],
+            None => break,
         }
     }
     if rest.as_bytes().first().is_some_and(|&b| !is_space(b) && b != b'/') {

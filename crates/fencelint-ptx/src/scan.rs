@@ -3,18 +3,46 @@
 //! Every function here looks at each byte a bounded number of times and only ever stops on an
 //! ASCII byte, so the offsets it returns are always `char` boundaries of the source.
 
+/// Byte classes, looked up in one table: identifier start, identifier character, space.
+const IDENT_START: u8 = 1;
+const IDENT_CHAR: u8 = 2;
+const SPACE: u8 = 4;
+
+static CLASSES: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let byte = b as u8;
+        if byte.is_ascii_alphabetic() || byte == b'_' || byte == b'$' {
+            table[b] |= IDENT_START | IDENT_CHAR;
+        }
+        if byte.is_ascii_digit() {
+            table[b] |= IDENT_CHAR;
+        }
+        if matches!(byte, b' ' | b'\t' | b'\r' | b'\n' | b'\x0b' | b'\x0c') {
+            table[b] |= SPACE;
+        }
+        b += 1;
+    }
+    table[b'%' as usize] |= IDENT_START;
+    table
+};
+
 /// Whether `b` may start an identifier (`[A-Za-z_$%]`).
-pub(crate) const fn is_ident_start(b: u8) -> bool {
-    b.is_ascii_alphabetic() || matches!(b, b'_' | b'$' | b'%')
+#[inline]
+pub(crate) fn is_ident_start(b: u8) -> bool {
+    CLASSES[b as usize] & IDENT_START != 0
 }
 
 /// Whether `b` may continue an identifier (`[A-Za-z0-9_$]`).
-pub(crate) const fn is_ident_char(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$')
+#[inline]
+pub(crate) fn is_ident_char(b: u8) -> bool {
+    CLASSES[b as usize] & IDENT_CHAR != 0
 }
 
-pub(crate) const fn is_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b'\x0b' | b'\x0c')
+#[inline]
+pub(crate) fn is_space(b: u8) -> bool {
+    CLASSES[b as usize] & SPACE != 0
 }
 
 /// The offset just past the next character at `pos` (which must be a char boundary).
