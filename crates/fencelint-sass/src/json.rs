@@ -11,6 +11,7 @@ use serde_json::value::RawValue;
 
 use crate::ast::{Arch, Operand, SassFunction, SassInst, SassModule};
 use crate::operand::{Stop, claim_symbols, scan_operands};
+use crate::scan::find_either;
 use crate::text::{numeric_target, parse_guard, resolve_targets};
 use crate::{ParseError, Parsed, SassFormat};
 
@@ -204,14 +205,16 @@ impl<'a> Scanner<'a> {
                 b'"' => {
                     index += 1;
                     loop {
-                        match bytes.get(index) {
-                            None => return Err(ScanError::Truncated),
-                            Some(b'\\') => index += 2,
-                            Some(b'"') => break,
-                            Some(_) => index += 1,
+                        // Jump to the next quote or backslash.
+                        let Some(at) = find_either(bytes, index, b'"', b'\\') else {
+                            return Err(ScanError::Truncated);
+                        };
+                        if bytes[at] == b'"' {
+                            index = at + 1;
+                            break;
                         }
+                        index = at + 2;
                     }
-                    index += 1;
                 }
                 b'{' | b'[' => {
                     depth += 1;

@@ -30,6 +30,23 @@ pub(crate) fn find_byte(bytes: &[u8], from: usize, needle: u8) -> Option<usize> 
     tail.iter().position(|&b| b == needle).map(|at| tail_start + at)
 }
 
+/// The index of the first `a` or `b` at or after `from`, if any.
+pub(crate) fn find_either(bytes: &[u8], from: usize, a: u8, b: u8) -> Option<usize> {
+    let rest = bytes.get(from..)?;
+    let (pattern_a, pattern_b) = (LOW_BITS * u64::from(a), LOW_BITS * u64::from(b));
+    let mut chunks = rest.chunks_exact(8);
+    for (index, chunk) in chunks.by_ref().enumerate() {
+        let value = word(chunk);
+        let found = zero_bytes(value ^ pattern_a) | zero_bytes(value ^ pattern_b);
+        if found != 0 {
+            return Some(from + index * 8 + (found.trailing_zeros() / 8) as usize);
+        }
+    }
+    let tail = chunks.remainder();
+    let tail_start = from + rest.len() - tail.len();
+    tail.iter().position(|&x| x == a || x == b).map(|at| tail_start + at)
+}
+
 /// The index of the first `needle` pair (such as `*/`) at or after `from`, if any.
 pub(crate) fn find_pair(bytes: &[u8], from: usize, first: u8, second: u8) -> Option<usize> {
     let mut index = from;
@@ -81,6 +98,17 @@ mod tests {
         assert_eq!(find_byte(b"\xff\x0a\x0a", 0, b'\n'), Some(1));
         assert_eq!(find_byte(b"\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0a", 0, b'\n'), Some(8));
         assert_eq!(find_pair(b"a*b*/c", 0, b'*', b'/'), Some(3));
+        for len in 0..40 {
+            for at in 0..len {
+                for (needle, other) in [(b'"', b'\\'), (b'\\', b'"')] {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = needle;
+                    let expected = Some(at);
+                    assert_eq!(find_either(&bytes, 0, b'"', b'\\'), expected, "{len} {at}");
+                    assert_eq!(find_either(&bytes, at + 1, needle, other), None);
+                }
+            }
+        }
     }
 
     #[test]

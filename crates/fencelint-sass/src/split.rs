@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use crate::ast::{Arch, SassModule};
 use crate::json::{metadata_arch_of, parse_function_object_in, split_json};
-use crate::scan::find_byte;
+use crate::scan::{find_byte, find_either};
 use crate::text::{
     Context, code_section_function, parse_listing_in, separator_section, skip_blanks,
 };
@@ -386,16 +386,24 @@ impl<R: BufRead> FunctionSplitter<R> {
                 return Ok(false);
             }
             let mut end = None;
-            for (index, &byte) in buffer.iter().enumerate() {
+            let mut index = 0;
+            while index < buffer.len() {
+                let byte = buffer[index];
                 if in_string {
                     if escaped {
                         escaped = false;
-                    } else if byte == b'\\' {
+                        index += 1;
+                        continue;
+                    }
+                    // Jump to the next quote or backslash.
+                    let Some(at) = find_either(buffer, index, b'"', b'\\') else { break };
+                    index = at + 1;
+                    if buffer[at] == b'\\' {
                         escaped = true;
-                    } else if byte == b'"' {
+                    } else {
                         in_string = false;
                         if depth == 0 {
-                            end = Some(index + 1);
+                            end = Some(index);
                             break;
                         }
                     }
@@ -427,6 +435,7 @@ impl<R: BufRead> FunctionSplitter<R> {
                     }
                     _ => started = true,
                 }
+                index += 1;
             }
             let take = end.unwrap_or(buffer.len());
             let room = cap.saturating_sub(out.len());
