@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
-use fencelint_cfg::{BlockId, FunctionAnalysis};
+use fencelint_cfg::{AddrRoot, BlockId, FunctionAnalysis, Point};
 use fencelint_ir::{Barrier, FenceKind, InstId, InstKind, MbarrierOp, Reg, Scope, Space};
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
@@ -33,11 +33,57 @@ impl Rule for ElectedLaneRelease {
                 continue;
             }
             let Some(election) = election_of(analysis, arrive) else { continue };
-            let stores = other_lanes_stores(analysis, arrive, &election);
+            let published = objects_read_after_waits(analysis, arrive);
+            if published.is_empty() {
+                continue;
+            }
+            let stores: Vec<InstId> = other_lanes_stores(analysis, arrive, &election)
+                .into_iter()
+                .filter(|&store| {
+                    func.inst(store).address.as_ref().is_some_and(|a| {
+                        analysis.address_object(store, a).is_some_and(|o| published.contains(&o))
+                    })
+                })
+                .collect();
             let Some(&store) = stores.last() else { continue };
             report(cx, arrive, &election, store, stores.len());
         }
     }
+}
+
+/// The variables and parameters that threads read after waiting on the arrive's barrier: what
+/// the arrive can be meant to publish.
+fn objects_read_after_waits(analysis: &FunctionAnalysis<'_>, arrive: InstId) -> Vec<AddrRoot> {
+    let func = analysis.func;
+    let Some(address) = &func.inst(arrive).address else { return Vec::new() };
+    let barrier = analysis.address_key(arrive, address);
+    let is_load = |id: InstId| {
+        matches!(&func.inst(id).kind, InstKind::Load(mem)
+            if matches!(mem.space, Space::Global | Space::SharedCta | Space::SharedCluster | Space::Generic))
+    };
+    let mut objects = Vec::new();
+    for wait in func.ids() {
+        let inst = func.inst(wait);
+        if !matches!(inst.kind, InstKind::Mbarrier(MbarrierOp::Wait { .. })) {
+            continue;
+        }
+        let same = inst
+            .address
+            .as_ref()
+            .is_some_and(|a| analysis.address_key(wait, a).same_object(&barrier));
+        if !same {
+            continue;
+        }
+        for load in analysis.reachable_avoiding(Point::After(wait), is_load, |_| false) {
+            let Some(address) = &func.inst(load).address else { continue };
+            if let Some(object) = analysis.address_object(load, address)
+                && !objects.contains(&object)
+            {
+                objects.push(object);
+            }
+        }
+    }
+    objects
 }
 
 /// How the arrive is restricted to one lane.
@@ -175,8 +221,9 @@ fn in_elected_region(analysis: &FunctionAnalysis<'_>, election: &Election, id: I
     election.guard.is_some() && analysis.func.inst(id).guard == election.guard
 }
 
-/// Stores to shared or global memory that the other lanes execute before the arrive, with no
-/// warp barrier (or CTA barrier, or fence run by every lane) on the way. Text order.
+/// Stores to shared or global memory that the other lanes execute before the arrive in the same
+/// loop iteration, with no warp barrier (or CTA barrier, or fence run by every lane) on the way.
+/// Text order.
 fn other_lanes_stores(
     analysis: &FunctionAnalysis<'_>,
     arrive: InstId,
@@ -212,6 +259,11 @@ fn other_lanes_stores(
             continue;
         }
         for pred in cfg.predecessors(block) {
+            // Stay in the arrive's own iteration: a store reached only through a back edge was
+            // made for an earlier arrival.
+            if analysis.block_dominates(block, pred) {
+                continue;
+            }
             if !std::mem::replace(&mut seen[pred.index()], true) {
                 work.push((pred, None));
             }
