@@ -272,7 +272,7 @@ impl<'a> Parser<'a> {
             }
             _ if Linkage::from_word(word).is_some() || is_module_space(word) => {
                 let end = statement_end(self.bytes, start, LineChecks::Statements);
-                self.pos = end.next.max(next_char(self.src, start));
+                self.pos = past(self.src, end.next, start);
                 self.unterminated_comment(end.unterminated_comment);
                 if self.skim {
                     return;
@@ -298,7 +298,7 @@ impl<'a> Parser<'a> {
             }
             _ => {
                 let end = statement_end(self.bytes, start, LineChecks::Statements);
-                self.pos = end.next.max(next_char(self.src, start));
+                self.pos = past(self.src, end.next, start);
                 self.unterminated_comment(end.unterminated_comment);
                 if self.skim {
                     return;
@@ -475,7 +475,7 @@ impl<'a> Parser<'a> {
                 _ => {
                     // One data line (or up to a `;` or `}` on it).
                     let stop = scan::data_line_end(self.bytes, pos);
-                    let end = stop.max(next_char(self.src, pos));
+                    let end = past(self.src, stop, pos);
                     if !self.skim {
                         self.section_line(&mut statements, pos, end);
                     }
@@ -526,11 +526,11 @@ impl<'a> Parser<'a> {
                     balanced_block_end(self.bytes, open)
                 } else {
                     if !end.terminated {
-                        end.next = end.end.max(next_char(self.src, start));
+                        end.next = past(self.src, end.end, start);
                     }
                     end.next
                 };
-                self.pos = stop.max(next_char(self.src, start));
+                self.pos = past(self.src, stop, start);
                 if !self.skim {
                     let error_end = open.unwrap_or(end.end);
                     self.expected_error(&expected, start, error_end, "a function header");
@@ -733,7 +733,7 @@ impl<'a> Parser<'a> {
                 },
                 _ => {
                     let end = statement_end(bytes, pos, LineChecks::StatementsAndBraces);
-                    let next = end.next.max(next_char(src, pos));
+                    let next = past(src, end.next, pos);
                     self.pos = next;
                     if !self.skim {
                         self.push_unknown(statements, pos, next, |parser| {
@@ -788,7 +788,7 @@ impl<'a> Parser<'a> {
     fn instruction(&mut self, statements: &mut Vec<Statement<'a>>) {
         let start = self.pos;
         let end = statement_end(self.bytes, start, LineChecks::StatementsAndBraces);
-        let next = end.next.max(next_char(self.src, start));
+        let next = past(self.src, end.next, start);
         self.pos = next;
         self.unterminated_comment(end.unterminated_comment);
         if self.skim {
@@ -846,7 +846,7 @@ impl<'a> Parser<'a> {
             return;
         }
         let end = statement_end(self.bytes, start, LineChecks::Statements);
-        let next = end.next.max(next_char(self.src, start));
+        let next = past(self.src, end.next, start);
         self.pos = next;
         self.unterminated_comment(end.unterminated_comment);
         if self.skim {
@@ -890,6 +890,12 @@ impl<'a> Parser<'a> {
             }
         }
     }
+}
+
+/// `next` when it is past `start`, else the end of the character at `start`: every step of
+/// the parser consumes input.
+fn past(src: &str, next: usize, start: usize) -> usize {
+    if next > start { next } else { next_char(src, start) }
 }
 
 /// Whether `rest` holds only whitespace and comments.
