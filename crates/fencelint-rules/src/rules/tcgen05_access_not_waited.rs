@@ -3,7 +3,7 @@
 //! `tcgen05.wait::ld` / `tcgen05.wait::st` in between on some path.
 
 use fencelint_cfg::{FunctionAnalysis, Point};
-use fencelint_ir::{Barrier, InstId, InstKind, MbarrierOp, Tcgen05Op};
+use fencelint_ir::{Barrier, Dialect, InstId, InstKind, MbarrierOp, Tcgen05Op};
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
 
@@ -12,7 +12,7 @@ pub(crate) struct Tcgen05AccessNotWaited;
 static META: RuleMeta = RuleMeta {
     name: "tcgen05-access-not-waited",
     category: Category::Correctness,
-    dialects: Dialects::PTX,
+    dialects: Dialects::BOTH,
     min_sm: Some(100),
     status: Status::Stable { since: "0.1.0" },
     summary: "a tcgen05.ld/st hands its tensor memory over before tcgen05.wait::ld/st",
@@ -26,8 +26,13 @@ impl Rule for Tcgen05AccessNotWaited {
 
     fn check_function(&self, cx: &mut FunctionCx<'_>) {
         let analysis = cx.analysis;
+        // In SASS `tcgen05.wait::ld` leaves no instruction, so only stores can be checked there.
+        let sass = cx.module.dialect == Some(Dialect::Sass);
         for access in analysis.func.ids() {
             let Some(kind) = access_kind(analysis, access) else { continue };
+            if sass && kind == Access::Load {
+                continue;
+            }
             let handovers = unwaited_handovers(analysis, access, kind);
             let Some(&first) = handovers.first() else { continue };
             report(cx, access, kind, first, handovers.len());
@@ -93,6 +98,7 @@ fn unwaited_handovers(
 }
 
 fn report(cx: &mut FunctionCx<'_>, access: InstId, kind: Access, handover: InstId, n: usize) {
+    let sass = cx.module.dialect == Some(Dialect::Sass);
     let access_inst = cx.inst(access);
     let handover_inst = cx.inst(handover);
     let what = match handover_inst.kind {
@@ -100,21 +106,32 @@ fn report(cx: &mut FunctionCx<'_>, access: InstId, kind: Access, handover: InstI
         InstKind::Mbarrier(_) => "hands its tensor memory to another thread",
         _ => "lets other threads reuse its tensor memory",
     };
+    let wait = if sass {
+        format!("`{}` (`FENCE.VIEW.ASYNC.T`)", kind.wait())
+    } else {
+        format!("`{}`", kind.wait())
+    };
     let message = format!(
-        "`{}` is not waited for with `{}` before `{}` {what}",
-        access_inst.opcode,
-        kind.wait(),
-        handover_inst.opcode,
+        "`{}` is not waited for with {wait} before `{}` {what}",
+        access_inst.opcode, handover_inst.opcode,
     );
     let handover_label = match handover_inst.kind {
         InstKind::Tcgen05(Tcgen05Op::Dealloc) => "the columns are freed here",
         _ => "the columns are handed over here",
     };
+    let help = if sass {
+        format!(
+            "insert `{};` after the `tcgen05.st` in the PTX (ptxas emits `FENCE.VIEW.ASYNC.T`)",
+            kind.wait()
+        )
+    } else {
+        format!("insert `{};` after this access", kind.wait())
+    };
     let mut report = cx
         .report(access, message)
         .primary_label("this access completes asynchronously")
         .secondary(handover, handover_label)
-        .help(format!("insert `{};` after this access", kind.wait()))
+        .help(help)
         .note(
             "`tcgen05.ld` and `tcgen05.st` complete only at `tcgen05.wait::ld` / \
              `tcgen05.wait::st`; `tcgen05.fence::before_thread_sync` does not wait for them",
