@@ -381,7 +381,7 @@ pub(crate) fn operand(cx: Cx, i: &str, depth: u32) -> PResult<'_, Operand<'_>> {
         Some(b'_') if !i.as_bytes().get(1).copied().is_some_and(is_ident_char) => {
             Ok((&i[1..], OperandKind::Sink))
         }
-        Some(_) => named(cx, i),
+        Some(_) => named(i),
         None => fail(i, "an operand"),
     };
     match primary {
@@ -420,7 +420,7 @@ fn dotted_name(i: &str) -> PResult<'_, &str> {
 }
 
 /// A name operand and what may follow it: `tbl[12]`, `%r0|%p0`, `generic(sym)` (an expression).
-fn named(_cx: Cx, i: &str) -> PResult<'_, OperandKind<'_>> {
+fn named(i: &str) -> PResult<'_, OperandKind<'_>> {
     let (rest, first) =
         name(i).map_err(|_| nom::Err::Error(Expected { at: i, what: "an operand" }))?;
     match rest.as_bytes().first() {
@@ -946,7 +946,7 @@ pub(crate) fn directive<'a>(
     label: Option<Label<'a>>,
     dotted_args: bool,
 ) -> PResult<'a, Directive<'a>> {
-    let start = label.as_ref().map_or(i, |_| i);
+    let start = i;
     let (i, name) = directive_word(i)?;
     let text_start = i;
     let mut args = Vec::new();
@@ -970,7 +970,12 @@ pub(crate) fn directive<'a>(
     }
     let text_len = cx.offset(i) - cx.offset(text_start);
     let text = text_start[..text_len].trim();
-    Ok((i, Directive { label, name, args, text, range: cx.range(start, i) }))
+    // A labelled directive's range starts at its label.
+    let mut range = cx.range(start, i);
+    if let Some(label) = &label {
+        range.start = label.range.start;
+    }
+    Ok((i, Directive { label, name, args, text, range }))
 }
 
 #[cfg(test)]

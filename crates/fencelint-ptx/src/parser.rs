@@ -205,28 +205,28 @@ impl<'a> Parser<'a> {
                 b';' => self.pos += 1,
                 b'}' => {
                     self.pos += 1;
-                    self.module_unknown(
-                        &mut items,
-                        start,
-                        start + 1,
-                        "unmatched `}` at module scope",
-                    );
+                    self.module_unknown(&mut items, start, start + 1, || {
+                        "unmatched `}` at module scope".to_owned()
+                    });
                 }
                 b'{' => {
                     let end = balanced_block_end(self.bytes, start);
                     self.pos = end;
-                    let message =
-                        "expected a directive or a function at module scope, found a `{` block";
-                    self.module_unknown(&mut items, start, end, message);
+                    self.module_unknown(&mut items, start, end, || {
+                        "expected a directive or a function at module scope, found a `{` block"
+                            .to_owned()
+                    });
                 }
                 _ => {
                     let end = recovery_end(self.src, start);
                     self.pos = end;
-                    let message = format!(
-                        "expected a directive (`.version`, `.target`, a variable or a function) at module scope, found {}",
-                        found(&self.src[start..end])
-                    );
-                    self.module_unknown(&mut items, start, end, message);
+                    let src = self.src;
+                    self.module_unknown(&mut items, start, end, || {
+                        format!(
+                            "expected a directive (`.version`, `.target`, a variable or a function) at module scope, found {}",
+                            found(&src[start..end])
+                        )
+                    });
                 }
             }
         }
@@ -240,7 +240,7 @@ impl<'a> Parser<'a> {
         items: &mut Vec<ModuleItem<'a>>,
         start: usize,
         end: usize,
-        message: impl Into<String>,
+        message: impl FnOnce() -> String,
     ) {
         if self.skim {
             return;
@@ -251,7 +251,7 @@ impl<'a> Parser<'a> {
             previous.text = &self.src[previous_start..end];
             return;
         }
-        self.error(start, end, message);
+        self.error(start, end, message());
         items.push(ModuleItem::Unknown(Unknown {
             text: &self.src[start..end],
             range: self.range(start, end),
@@ -337,6 +337,9 @@ impl<'a> Parser<'a> {
     ) -> Result<Directive<'a>, Expected<'a>> {
         let text = &self.src[start..end];
         let word = self.word_at(start);
+        if word.is_empty() {
+            return Err(Expected { at: &text[1..], what: "a directive name after `.`" });
+        }
         let known_args = matches!(
             word,
             "pragma"

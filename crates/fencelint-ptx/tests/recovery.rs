@@ -171,6 +171,20 @@ fn unterminated_comment_and_string() {
 }
 
 #[test]
+fn a_dot_without_a_directive_name_is_an_error() {
+    // Hand-written.
+    for src in [".;\n", ". global .u32 x;\n", ".5;\n", ".entry k()\n{\n.;\nret;\n}\n"] {
+        let parsed = parse(src);
+        assert_eq!(parsed.errors.len(), 1, "{src:?}: {:#?}", parsed.errors);
+        assert!(
+            parsed.errors[0].message.contains("directive name"),
+            "{}",
+            parsed.errors[0].message
+        );
+    }
+}
+
+#[test]
 fn bad_function_header_skips_its_body() {
     // Hand-written.
     let src = ".entry (x)\n{\nret;\n}\n.entry ok()\n{\nret;\n}\n";
