@@ -285,8 +285,24 @@ fn kernel_name(line: &str) -> Option<String> {
     if !line.contains("__global__") {
         return None;
     }
-    let before_paren = line.split('(').next()?;
-    before_paren.split_whitespace().last().map(|s| s.trim_start_matches('*').to_owned())
+    // `extern "C" __global__ void __cluster_dims__(2, 1, 1) name(...)`: the name is the first
+    // identifier after `void` that is not a `__attribute__(...)`-style qualifier.
+    let mut rest = line.split_once(" void ")?.1.trim_start();
+    loop {
+        let end =
+            rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+        let (word, after) = rest.split_at(end);
+        if word.is_empty() {
+            return None;
+        }
+        let after = after.trim_start();
+        if word.starts_with("__") && word.ends_with("__") && after.starts_with('(') {
+            let close = after.find(')')?;
+            rest = after[close + 1..].trim_start();
+            continue;
+        }
+        return Some(word.to_owned());
+    }
 }
 
 fn compiled(path: &Utf8Path, text: String) -> TestResult {
