@@ -32,12 +32,18 @@ impl Rule for AcquireInPollLoop {
         for lp in analysis.loops() {
             let Some(spin) = spin_loop(analysis, lp) else { continue };
             for id in lp.insts(analysis) {
-                if reported.contains(&id) || !analysis.dominates(spin.poll, id) {
+                let poll = if spin.polls.contains(&id) {
+                    Some(id)
+                } else {
+                    spin.polls.iter().copied().find(|&poll| analysis.dominates(poll, id))
+                };
+                let Some(poll) = poll else { continue };
+                if reported.contains(&id) {
                     continue;
                 }
                 let Some(cost) = per_iteration_acquire(analysis.func.inst(id)) else { continue };
                 reported.insert(id);
-                report(cx, id, &spin, cost);
+                report(cx, id, poll, &spin, cost);
             }
         }
     }
@@ -45,8 +51,8 @@ impl Rule for AcquireInPollLoop {
 
 /// A loop whose only memory accesses are loads of a fixed location that decide its exit.
 struct Spin {
-    /// The first poll in text order.
-    poll: InstId,
+    /// The loads that decide the exit.
+    polls: BTreeSet<InstId>,
     /// The branch that leaves the loop when the poll succeeds.
     exit: InstId,
     /// The widest scope of the polls: the scope to acquire at after the loop.
@@ -69,7 +75,9 @@ fn spin_loop(analysis: &FunctionAnalysis<'_>, lp: &Loop) -> Option<Spin> {
             }
         }
     }
-    let &poll = polls.iter().next()?;
+    if polls.is_empty() {
+        return None;
+    }
     // Any other access in the loop (data read or written per iteration) may need the acquire
     // of that iteration.
     let only_polls = lp.insts(analysis).all(|id| {
@@ -84,7 +92,7 @@ fn spin_loop(analysis: &FunctionAnalysis<'_>, lp: &Loop) -> Option<Spin> {
         .filter_map(|&p| polled(func.inst(p)).and_then(MemAccess::effective_scope))
         .max()
         .unwrap_or(Scope::Gpu);
-    Some(Spin { poll, exit: exit?, scope })
+    Some(Spin { polls, exit: exit?, scope })
 }
 
 /// The access of a load-like instruction that can serve as a poll.
@@ -137,7 +145,7 @@ fn per_iteration_acquire(inst: &Inst) -> Option<Cost> {
     }
 }
 
-fn report(cx: &mut FunctionCx<'_>, id: InstId, spin: &Spin, cost: Cost) {
+fn report(cx: &mut FunctionCx<'_>, id: InstId, poll: InstId, spin: &Spin, cost: Cost) {
     let dialect = cx.module.dialect.unwrap_or(Dialect::Ptx);
     let opcode = cx.inst(id).opcode.clone();
     let scope = spin.scope.max(Scope::Cluster).as_str();
@@ -176,8 +184,8 @@ fn report(cx: &mut FunctionCx<'_>, id: InstId, spin: &Spin, cost: Cost) {
         .secondary(spin.exit, "the loop exits here once the poll succeeds")
         .note("only the read that ends the loop needs to be acquired: a relaxed poll followed by one acquire fence after the loop orders the same reads")
         .help(help);
-    if spin.poll != id {
-        report = report.secondary(spin.poll, "the flag is polled here");
+    if poll != id {
+        report = report.secondary(poll, "the flag is polled here");
     }
     drop(report);
 }
