@@ -285,8 +285,8 @@ fn kernel_name(line: &str) -> Option<String> {
     if !line.contains("__global__") {
         return None;
     }
-    // `extern "C" __global__ void __cluster_dims__(2, 1, 1) name(...)`: the name is the first
-    // identifier after `void` that is not a `__attribute__(...)`-style qualifier.
+    // `extern "C" __global__ void __cluster_dims__(2, 1, 1) name(...)` or `void MACRO name(...)`:
+    // the name is the identifier that opens the parameter list, skipping `__x__(...)` qualifiers.
     let mut rest = line.split_once(" void ")?.1.trim_start();
     loop {
         let end =
@@ -296,7 +296,11 @@ fn kernel_name(line: &str) -> Option<String> {
             return None;
         }
         let after = after.trim_start();
-        if word.starts_with("__") && word.ends_with("__") && after.starts_with('(') {
+        if !after.starts_with('(') {
+            rest = after;
+            continue;
+        }
+        if word.starts_with("__") && word.ends_with("__") {
             let close = after.find(')')?;
             rest = after[close + 1..].trim_start();
             continue;
