@@ -189,3 +189,35 @@ fn output_is_identical_with_one_thread_and_many() {
     let many = rayon::ThreadPoolBuilder::new().num_threads(8).build().unwrap().install(run);
     assert_eq!(one, many);
 }
+
+/// The rules table of `README.md` between the `rules:start`/`rules:end` markers is generated from
+/// the registry. `FENCELINT_UPDATE_README=1 cargo test -p fencelint-linter --test meta` rewrites it.
+#[test]
+fn readme_rules_table_matches_the_registry() {
+    let mut table = String::from(
+        "| rule | category | default | dialects | what it finds |\n| --- | --- | --- | --- | --- |\n",
+    );
+    for rule in all_rules() {
+        let meta = rule.meta();
+        let level = meta.default_severity().map_or("off", |s| s.as_str());
+        table.push_str(&format!(
+            "| [`{0}`](rules/{0}.md) | {1} | {2} | {3} | {4} |\n",
+            meta.name, meta.category, level, meta.dialects, meta.summary
+        ));
+    }
+    let path = repo().join("README.md");
+    let readme = fs::read_to_string(&path).unwrap();
+    let (start, end) = ("<!-- rules:start -->\n", "<!-- rules:end -->");
+    let a = readme.find(start).expect("README has a rules:start marker") + start.len();
+    let b = readme.find(end).expect("README has a rules:end marker");
+    if readme[a..b] == table {
+        return;
+    }
+    if std::env::var_os("FENCELINT_UPDATE_README").is_some() {
+        fs::write(&path, format!("{}{table}{}", &readme[..a], &readme[b..])).unwrap();
+        return;
+    }
+    panic!(
+        "README rules table is stale; run FENCELINT_UPDATE_README=1 cargo test -p fencelint-linter --test meta"
+    );
+}
