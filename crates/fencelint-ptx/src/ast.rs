@@ -244,6 +244,22 @@ impl<'a> Function<'a> {
         })
     }
 
+    /// The declarations in the body (`.reg`, `.shared`, `.local`, `.param`...), in order.
+    pub fn declarations(&self) -> impl Iterator<Item = &VarDecl<'a>> + '_ {
+        self.statements().iter().filter_map(|statement| match statement {
+            Statement::Decl(decl) => Some(decl),
+            _ => None,
+        })
+    }
+
+    /// The labels in the body, in order.
+    pub fn labels(&self) -> impl Iterator<Item = &Label<'a>> + '_ {
+        self.statements().iter().filter_map(|statement| match statement {
+            Statement::Label(label) => Some(label),
+            _ => None,
+        })
+    }
+
     /// The parameter names in order.
     pub fn param_names(&self) -> impl Iterator<Item = &'a str> + '_ {
         self.params.iter().filter_map(VarDecl::name)
@@ -363,7 +379,14 @@ pub enum Statement<'a> {
     Unknown(Unknown<'a>),
 }
 
-impl Statement<'_> {
+impl<'a> Statement<'a> {
+    pub fn as_instruction(&self) -> Option<&Instruction<'a>> {
+        match self {
+            Self::Instruction(instruction) => Some(instruction),
+            _ => None,
+        }
+    }
+
     pub fn range(&self) -> TextRange {
         match self {
             Self::Instruction(instruction) => instruction.range,

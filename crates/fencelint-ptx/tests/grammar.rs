@@ -307,6 +307,11 @@ fn labels_standalone_and_before_instructions() {
         })
         .collect();
     assert_eq!(labels, ["$L__BB0_1", "WAIT_0", "L2"]);
+    let module = clean(".entry k()\n{\n.reg .b32 %r<2>;\nL0: mov.u32 %r0, 1;\nL1: ret;\n}\n");
+    let function = module.functions().next().unwrap();
+    assert_eq!(function.labels().map(|l| l.name).collect::<Vec<_>>(), ["L0", "L1"]);
+    assert_eq!(function.declarations().count(), 1);
+    assert_eq!(function.statements().iter().filter_map(Statement::as_instruction).count(), 2);
     let bra = instructions("bra.uni $L__BB0_1;").remove(0);
     assert_eq!(bra.target_names().collect::<Vec<_>>(), ["$L__BB0_1"]);
 }
