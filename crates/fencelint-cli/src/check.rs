@@ -14,6 +14,12 @@ use rayon::prelude::*;
 use crate::inputs::{self, InputPath};
 use crate::render;
 
+// Binaries are a part of `check`; the modules live beside it.
+#[path = "binary.rs"]
+pub(crate) mod binary;
+#[path = "tools.rs"]
+mod tools;
+
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Format {
     /// Source snippets with labels (the default on a terminal).
@@ -61,6 +67,15 @@ pub(crate) struct CheckArgs {
     /// No summary line on stderr.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Lint only these architectures of binaries (`sm_90` also selects `sm_90a`); repeatable.
+    #[arg(long = "arch", value_name = "SM")]
+    pub arch: Vec<String>,
+    /// The folder holding NVIDIA's `cuobjdump` and `nvdisasm` (see docs/binaries.md).
+    #[arg(long, value_name = "DIR")]
+    pub cuda_bin: Option<PathBuf>,
+    /// Seconds one run of a CUDA tool may take before it is killed.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    pub tool_timeout: u64,
 }
 
 pub(crate) fn run(args: &CheckArgs) -> ExitCode {
@@ -76,7 +91,18 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
             }
         };
 
+    let mut archs = Vec::new();
+    for arch in &args.arch {
+        let Some(number) = binary::parse_arch(arch) else {
+            eprintln!("error: `--arch {arch}` is not an architecture like `sm_90` or `sm_100a`");
+            return ExitCode::from(2);
+        };
+        archs.push(number);
+    }
+
     let (paths, problems) = inputs::collect(&args.paths);
+    let (binaries, paths): (Vec<InputPath>, Vec<InputPath>) =
+        paths.into_iter().partition(|input| inputs::is_binary(&input.path));
     let mut db = SourceDb::new();
     let mut diagnostics = Vec::new();
     for problem in &problems {
@@ -105,13 +131,42 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         }
     }
 
+    let options = binary::BinaryOptions {
+        archs,
+        cuda_bin: args.cuda_bin.clone(),
+        timeout: std::time::Duration::from_secs(args.tool_timeout.max(1)),
+        progress: !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+    };
+    let named: Vec<_> = binaries.iter().map(|b| (b.path.clone(), display_path(b))).collect();
+    let mut n_kernels = 0usize;
+    for (input, output) in binaries.iter().zip(binary::lint_binaries(&named, &options, &settings)) {
+        if output.no_cuda && !input.explicit {
+            continue; // a host-only library found in a directory
+        }
+        n_files += 1;
+        n_kernels += output.functions;
+        let file = db.add(display_path(input), String::new());
+        for error in &output.errors {
+            diagnostics.push(input_error(file, 0, error));
+        }
+        for finding in output.findings {
+            let id = db.add(finding.name, finding.text);
+            for mut diagnostic in finding.diagnostics {
+                diagnostic.primary.file = id;
+                for label in &mut diagnostic.secondary {
+                    label.file = id;
+                }
+                diagnostics.push(diagnostic);
+            }
+        }
+    }
+
     let outputs: Vec<LintOutput> = jobs
         .par_iter()
         .map(|&(file, kind)| {
             fencelint_linter::lint_text(file, db.file(file).text(), kind, &settings)
         })
         .collect();
-    let mut n_kernels = 0usize;
     for output in outputs {
         n_kernels += output.functions;
         diagnostics.extend(output.diagnostics);

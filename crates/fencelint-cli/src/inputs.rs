@@ -79,13 +79,22 @@ fn walk(
             Ok(meta) if meta.is_dir() => walk(&child, out, problems, visited),
             Ok(_) => {
                 let ext = child.extension().and_then(|e| e.to_str()).unwrap_or("");
-                if TEXT_EXTENSIONS.contains(&ext) {
+                if TEXT_EXTENSIONS.contains(&ext) || is_binary(&child) {
                     out.insert(InputPath { path: child, explicit: false });
                 }
             }
             Err(_) => {}
         }
     }
+}
+
+/// Whether a file starts like a compiled binary (ELF or CUDA fat binary), judged from its first
+/// bytes; such files are disassembled (see `binary.rs`) instead of read as text.
+pub(crate) fn is_binary(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 4];
+    fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok()
+        && crate::check::binary::is_binary_magic(&head)
 }
 
 /// A file read into text, with what is wrong with it.

@@ -1,0 +1,524 @@
+//! Linting compiled binaries: cubins, fat binaries, host objects, shared libraries and
+//! executables that embed CUDA code.
+//!
+//! `cuobjdump -lelf`/`-lptx` list what a binary embeds; the selected cubins and PTX files are
+//! extracted into a private temporary directory under names of our own; every cubin is
+//! disassembled by `nvdisasm -c -g` (or `cuobjdump -sass`) on a thread pool, and the listing is
+//! read as a stream, cut into functions and linted function by function, so that no whole
+//! listing is ever held in memory or written to disk. Only functions with findings are kept.
+
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use fencelint_diagnostics::Diagnostic;
+use fencelint_linter::{InputKind, Settings};
+use fencelint_sass::FunctionSplitter;
+use fencelint_source::FileId;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::tools::{self, INSTALL_HINT, Tools};
+
+/// The id that diagnostics carry until their text is registered in the database.
+const PLACEHOLDER: FileId = FileId(u32::MAX);
+
+/// The ELF machine number of CUDA cubins.
+const EM_CUDA: u16 = 190;
+
+/// Options of `fencelint check` that concern binaries.
+#[derive(Clone, Debug)]
+pub(crate) struct BinaryOptions {
+    /// Architecture numbers to keep (`90` keeps `sm_90`, `sm_90a`); empty keeps all.
+    pub archs: Vec<u32>,
+    pub cuda_bin: Option<PathBuf>,
+    pub timeout: Duration,
+    pub progress: bool,
+}
+
+/// Whether the first bytes of a file are an ELF or a CUDA fat-binary header.
+pub(crate) fn is_binary_magic(head: &[u8]) -> bool {
+    head.starts_with(b"\x7fELF") || head.starts_with(&[0x50, 0xed, 0x55, 0xba])
+}
+
+/// Reads an `--arch` value (`sm_90`, `sm_90a`, `compute_90`, `90`) into its number.
+pub(crate) fn parse_arch(text: &str) -> Option<u32> {
+    let rest = ["sm_", "compute_", "sm"].iter().find_map(|p| text.strip_prefix(p)).unwrap_or(text);
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let suffix = &rest[digits.len()..];
+    if digits.is_empty() || !(suffix.is_empty() || suffix.chars().all(|c| c.is_ascii_lowercase())) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// A text with findings: its name, its text and its diagnostics (still on [`PLACEHOLDER`]).
+pub(crate) struct Finding {
+    pub name: String,
+    pub text: String,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// What linting one binary gave.
+pub(crate) struct BinaryOutput {
+    /// Texts with findings, in a deterministic order.
+    pub findings: Vec<Finding>,
+    /// Errors about the binary itself (the tool's stderr included).
+    pub errors: Vec<String>,
+    /// Functions linted (SASS functions and PTX entry points and functions).
+    pub functions: usize,
+    /// The binary held no CUDA code at all (a host-only library found in a directory).
+    pub no_cuda: bool,
+}
+
+/// One cubin or PTX file of a binary.
+struct Unit {
+    binary: usize,
+    /// The name `cuobjdump` listed (or the file name of a bare cubin).
+    name: String,
+    arch: Option<String>,
+    ptx: bool,
+    /// Where the unit is on disk, once extracted.
+    path: Option<PathBuf>,
+    size: u64,
+}
+
+struct UnitOutput {
+    findings: Vec<Finding>,
+    error: Option<String>,
+    functions: usize,
+}
+
+/// Lints binaries: lists and extracts every one, then disassembles and lints all their cubins
+/// and PTX on one pool, largest first. Outputs come back in the order of `inputs`.
+pub(crate) fn lint_binaries(
+    inputs: &[(PathBuf, String)],
+    options: &BinaryOptions,
+    settings: &Settings,
+) -> Vec<BinaryOutput> {
+    let mut outputs: Vec<BinaryOutput> = inputs
+        .iter()
+        .map(|_| BinaryOutput {
+            findings: Vec::new(),
+            errors: Vec::new(),
+            functions: 0,
+            no_cuda: false,
+        })
+        .collect();
+    if inputs.is_empty() {
+        return outputs;
+    }
+    let tools = Tools::discover(options.cuda_bin.as_deref());
+    if tools.cuobjdump.is_none() && tools.nvdisasm.is_none() {
+        let searched = match &options.cuda_bin {
+            Some(dir) => format!("in `{}` (--cuda-bin)", dir.display()),
+            None => "in --cuda-bin, FENCELINT_CUDA_BIN, PATH, CUDA_HOME, CUDA_PATH, /usr/local/cuda/bin or a pip wheel".to_owned(),
+        };
+        for output in &mut outputs {
+            output.errors.push(format!(
+                "cannot lint this binary: NVIDIA's `cuobjdump` and `nvdisasm` were not found {searched}; install them with `{INSTALL_HINT}` (or pass `--cuda-bin DIR`)"
+            ));
+        }
+        return outputs;
+    }
+    let temp = match tempfile::Builder::new().prefix("fencelint-").tempdir() {
+        Ok(temp) => temp,
+        Err(err) => {
+            for output in &mut outputs {
+                output.errors.push(format!("cannot create a temporary directory: {err}"));
+            }
+            return outputs;
+        }
+    };
+
+    // List and extract, binary by binary (each is one or two quick `cuobjdump` runs).
+    let mut units: Vec<Unit> = Vec::new();
+    for (index, (path, _)) in inputs.iter().enumerate() {
+        let dir = temp.path().join(format!("b{index}"));
+        match prepare(index, path, &dir, &tools, options) {
+            Ok(found) => units.extend(found),
+            Err(Prepared::NoCuda(message)) => {
+                outputs[index].no_cuda = true;
+                outputs[index].errors.push(message);
+            }
+            Err(Prepared::Error(message)) => outputs[index].errors.push(message),
+        }
+    }
+
+    let progress = if options.progress && !units.is_empty() {
+        let bar =
+            ProgressBar::with_draw_target(Some(units.len() as u64), ProgressDrawTarget::stderr());
+        if let Ok(style) = ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} cubins and PTX  {wide_msg}",
+        ) {
+            bar.set_style(style);
+        }
+        bar.enable_steady_tick(Duration::from_millis(200));
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+
+    // Largest first, so that the one huge cubin of a library does not start last.
+    let mut order: Vec<usize> = (0..units.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(units[i].size));
+    let results: Vec<Mutex<Option<UnitOutput>>> = units.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism().map_or(2, std::num::NonZero::get).max(2);
+    let work = || {
+        loop {
+            let taken = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&i) = order.get(taken) else { break };
+            let unit = &units[i];
+            progress.set_message(unit_label(&inputs[unit.binary].1, unit));
+            let output = lint_unit(unit, &inputs[unit.binary].1, &tools, options, settings);
+            *results[i].lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(output);
+            progress.inc(1);
+        }
+    };
+    if let Ok(pool) = rayon::ThreadPoolBuilder::new().num_threads(workers).build() {
+        pool.broadcast(|_| work());
+    } else {
+        work();
+    }
+    progress.finish_and_clear();
+
+    for (unit, result) in units.iter().zip(results) {
+        let result = result.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(result) = result else { continue };
+        let output = &mut outputs[unit.binary];
+        output.functions += result.functions;
+        output.findings.extend(result.findings);
+        if let Some(error) = result.error {
+            output.errors.push(error);
+        }
+    }
+    drop(temp);
+    outputs
+}
+
+enum Prepared {
+    NoCuda(String),
+    Error(String),
+}
+
+/// Lists the cubins and PTX of one binary, selects them by architecture and extracts them.
+fn prepare(
+    index: usize,
+    path: &Path,
+    dir: &Path,
+    tools: &Tools,
+    options: &BinaryOptions,
+) -> Result<Vec<Unit>, Prepared> {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let bare_cubin = is_cubin(path);
+    std::fs::create_dir_all(dir)
+        .map_err(|err| Prepared::Error(format!("cannot create a temporary directory: {err}")))?;
+
+    let Some(cuobjdump) = &tools.cuobjdump else {
+        if bare_cubin {
+            // A bare cubin needs only a disassembler.
+            let name = file_name(path);
+            return Ok(vec![Unit {
+                binary: index,
+                arch: arch_of_name(&name),
+                name,
+                ptx: false,
+                path: Some(absolute),
+                size: file_size(path),
+            }]);
+        }
+        return Err(Prepared::Error(format!(
+            "cannot list the CUDA code of this binary: NVIDIA's `cuobjdump` was not found; install it with `{INSTALL_HINT}` (or pass `--cuda-bin DIR`)"
+        )));
+    };
+
+    let list = |flag: &str| -> Result<Vec<String>, String> {
+        let args = [OsString::from(flag), absolute.clone().into_os_string()];
+        match tools::run_to_end(cuobjdump, &args, Some(dir), options.timeout) {
+            Ok(out) => Ok(parse_listing(&String::from_utf8_lossy(&out))),
+            Err(tools::ToolError::Failed { stderr, .. })
+                if stderr.contains("does not contain device code") =>
+            {
+                Ok(Vec::new())
+            }
+            Err(err) => Err(err.describe(cuobjdump)),
+        }
+    };
+    let elf = list("-lelf");
+    let ptx = if bare_cubin { Ok(Vec::new()) } else { list("-lptx") };
+    let (elf, ptx) = match (elf, ptx, bare_cubin) {
+        (Ok(elf), Ok(ptx), _) => (elf, ptx),
+        // A bare cubin that cuobjdump cannot list is still given to the disassembler, whose
+        // message about a corrupt file is the clearer one.
+        (Err(_), _, true) => (Vec::new(), Vec::new()),
+        (Err(err), _, false) | (_, Err(err), false) => {
+            return Err(Prepared::Error(format!(
+                "cannot list the CUDA code of this binary: {err}"
+            )));
+        }
+        (Ok(_), Err(err), true) => return Err(Prepared::Error(err)),
+    };
+
+    if bare_cubin {
+        let name = elf.into_iter().next().unwrap_or_else(|| file_name(path));
+        let arch = arch_of_name(&name);
+        if !selected(arch.as_deref(), &options.archs) {
+            return Err(Prepared::NoCuda(format!(
+                "the cubin is for {}, not for the architectures selected with --arch",
+                arch.as_deref().unwrap_or("an unknown architecture")
+            )));
+        }
+        return Ok(vec![Unit {
+            binary: index,
+            arch,
+            name,
+            ptx: false,
+            path: Some(absolute),
+            size: file_size(path),
+        }]);
+    }
+
+    if elf.is_empty() && ptx.is_empty() {
+        return Err(Prepared::NoCuda(
+            "no CUDA code found: cuobjdump listed no cubin or PTX".to_owned(),
+        ));
+    }
+    let mut units = Vec::new();
+    let mut present = Vec::new();
+    for (names, is_ptx) in [(elf, false), (ptx, true)] {
+        let mut chosen = Vec::new();
+        for name in names {
+            let arch = arch_of_name(&name);
+            present.push(arch.clone().unwrap_or_else(|| "?".to_owned()));
+            if selected(arch.as_deref(), &options.archs) {
+                chosen.push(Unit { binary: index, name, arch, ptx: is_ptx, path: None, size: 0 });
+            }
+        }
+        if chosen.is_empty() {
+            continue;
+        }
+        let into = dir.join(if is_ptx { "ptx" } else { "elf" });
+        extract(cuobjdump, &absolute, &into, &mut chosen, is_ptx, options.timeout, dir)?;
+        units.extend(chosen);
+    }
+    if units.is_empty() {
+        present.sort();
+        present.dedup();
+        return Err(Prepared::NoCuda(format!(
+            "no cubin or PTX for the architectures selected with --arch (the binary has: {})",
+            present.join(", ")
+        )));
+    }
+    Ok(units)
+}
+
+/// Extracts the chosen units with one `cuobjdump -xelf`/`-xptx` run in a fresh directory, then
+/// moves each file to a name of our own. Names from the binary never become paths: a name with
+/// a separator is refused, and only regular files directly inside the directory are taken.
+fn extract(
+    cuobjdump: &Path,
+    input: &Path,
+    into: &Path,
+    chosen: &mut [Unit],
+    ptx: bool,
+    timeout: Duration,
+    dir: &Path,
+) -> Result<(), Prepared> {
+    std::fs::create_dir_all(into)
+        .map_err(|err| Prepared::Error(format!("cannot create a temporary directory: {err}")))?;
+    let safe = |name: &str| {
+        !name.is_empty()
+            && !name.starts_with(['.', '-'])
+            && !name.contains(['/', '\\', ',', '\0'])
+            && !name.chars().any(char::is_control)
+    };
+    let names: Vec<&str> = chosen.iter().map(|u| u.name.as_str()).filter(|n| safe(n)).collect();
+    if !names.is_empty() {
+        let flag = if ptx { "-xptx" } else { "-xelf" };
+        let args =
+            [OsString::from(flag), OsString::from(names.join(",")), input.as_os_str().to_owned()];
+        tools::run_to_end(cuobjdump, &args, Some(into), timeout).map_err(|err| {
+            Prepared::Error(format!(
+                "cannot extract the CUDA code of this binary: {}",
+                err.describe(cuobjdump)
+            ))
+        })?;
+    }
+    for (i, unit) in chosen.iter_mut().enumerate() {
+        if !safe(&unit.name) {
+            continue; // reported when the unit is linted (it has no path)
+        }
+        let extracted = into.join(&unit.name);
+        let is_file = std::fs::symlink_metadata(&extracted).is_ok_and(|m| m.file_type().is_file());
+        if !is_file {
+            continue;
+        }
+        let own = dir.join(format!(
+            "{}{i}.{}",
+            if ptx { "p" } else { "c" },
+            if ptx { "ptx" } else { "cubin" }
+        ));
+        if std::fs::rename(&extracted, &own).is_ok() {
+            unit.size = file_size(&own);
+            unit.path = Some(own);
+        }
+    }
+    Ok(())
+}
+
+/// `ELF file    1: name.sm_90.cubin` / `PTX file    1: name.sm_90.ptx` lines into names.
+fn parse_listing(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|line| line.starts_with("ELF file") || line.starts_with("PTX file"))
+        .filter_map(|line| line.split_once(": ").map(|(_, name)| name.trim().to_owned()))
+        .filter(|name| !name.is_empty())
+        .collect()
+}
+
+/// The `sm_XX[a-z]` component of a listed name (`libnccl.so.3.sm_90.cubin` → `sm_90`).
+fn arch_of_name(name: &str) -> Option<String> {
+    name.split('.')
+        .rev()
+        .find(|part| {
+            part.strip_prefix("sm_")
+                .or_else(|| part.strip_prefix("compute_"))
+                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+        })
+        .map(str::to_owned)
+}
+
+fn selected(arch: Option<&str>, archs: &[u32]) -> bool {
+    archs.is_empty() || arch.and_then(parse_arch).is_some_and(|n| archs.contains(&n))
+}
+
+fn is_cubin(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 20];
+    let Ok(mut file) = std::fs::File::open(path) else { return false };
+    if file.read_exact(&mut head).is_err() || !head.starts_with(b"\x7fELF") {
+        return false;
+    }
+    // e_machine at offset 18, in the file's byte order (EI_DATA: 1 little, 2 big).
+    let machine = if head[5] == 2 {
+        u16::from_be_bytes([head[18], head[19]])
+    } else {
+        u16::from_le_bytes([head[18], head[19]])
+    };
+    machine == EM_CUDA
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+fn file_size(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
+
+/// `lib.so[sm_90a:name.sm_90a.cubin]`.
+fn unit_label(binary: &str, unit: &Unit) -> String {
+    match &unit.arch {
+        Some(arch) => format!("{binary}[{arch}:{}]", unit.name),
+        None => format!("{binary}[{}]", unit.name),
+    }
+}
+
+fn lint_unit(
+    unit: &Unit,
+    binary: &str,
+    tools: &Tools,
+    options: &BinaryOptions,
+    settings: &Settings,
+) -> UnitOutput {
+    let label = unit_label(binary, unit);
+    let mut output = UnitOutput { findings: Vec::new(), error: None, functions: 0 };
+    let Some(path) = &unit.path else {
+        output.error = Some(format!("`{}` could not be extracted from the binary", unit.name));
+        return output;
+    };
+    if unit.ptx {
+        match std::fs::read(path) {
+            Ok(bytes) => {
+                let text = String::from_utf8_lossy(&bytes).into_owned();
+                let lint =
+                    fencelint_linter::lint_text(PLACEHOLDER, &text, InputKind::Ptx, settings);
+                output.functions += lint.functions;
+                if !lint.diagnostics.is_empty() {
+                    output.findings.push(finding(label, text, lint.diagnostics));
+                }
+            }
+            Err(err) => {
+                output.error = Some(format!("cannot read the extracted `{}`: {err}", unit.name));
+            }
+        }
+        return output;
+    }
+
+    let (tool, args) = match (&tools.nvdisasm, &tools.cuobjdump) {
+        (Some(nvdisasm), _) => (
+            nvdisasm,
+            vec![OsString::from("-c"), OsString::from("-g"), path.clone().into_os_string()],
+        ),
+        (None, Some(cuobjdump)) => {
+            (cuobjdump, vec![OsString::from("-sass"), path.clone().into_os_string()])
+        }
+        (None, None) => unreachable!("checked before any unit is made"),
+    };
+    let cwd = path.parent();
+    let result = tools::run_streaming(tool, &args, cwd, options.timeout, |reader| {
+        for chunk in FunctionSplitter::new(reader) {
+            let chunk = chunk?;
+            let arch = chunk.arch.map(|a| a.to_string()).or_else(|| unit.arch.clone());
+            let mut text = String::with_capacity(chunk.text.len() + 24);
+            if let Some(arch) = &arch {
+                text.push_str("\t.target\t");
+                text.push_str(arch);
+                text.push('\n');
+            }
+            text.push_str(&chunk.text);
+            drop(chunk.text);
+            let lint = fencelint_linter::lint_text(
+                PLACEHOLDER,
+                &text,
+                InputKind::Sass(chunk.format),
+                settings,
+            );
+            output.functions += lint.functions;
+            if !lint.diagnostics.is_empty() {
+                output.findings.push(finding(
+                    format!("{label}:{}", chunk.function),
+                    text,
+                    lint.diagnostics,
+                ));
+            }
+        }
+        Ok::<(), io::Error>(())
+    });
+    if let Err(err) = result {
+        output.error =
+            Some(format!("disassembling `{}` failed: {}", unit.name, err.describe(tool)));
+    }
+    output
+}
+
+fn finding(name: String, text: String, mut diagnostics: Vec<Diagnostic>) -> Finding {
+    for diagnostic in &mut diagnostics {
+        if let Some(kernel) = &diagnostic.kernel
+            && kernel.starts_with("_Z")
+            && let Some(readable) = demangle(kernel)
+        {
+            diagnostic.message = diagnostic.message.replace(kernel.as_str(), &readable);
+            diagnostic.kernel = Some(readable);
+        }
+    }
+    Finding { name, text, diagnostics }
+}
+
+/// Demangles an Itanium C++ name (`_Z…`), or `None` if it is not one.
+pub(crate) fn demangle(name: &str) -> Option<String> {
+    cpp_demangle::Symbol::new(name.as_bytes()).ok()?.demangle().ok()
+}

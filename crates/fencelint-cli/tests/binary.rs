@@ -1,0 +1,253 @@
+//! `fencelint check` on compiled binaries: cubins, fat binaries, host objects.
+//!
+//! The tests that disassemble need NVIDIA's `cuobjdump` and `nvdisasm`; CI points
+//! `FENCELINT_CUDA_BIN` at them. Where no tool can be found, those tests say so on stderr and
+//! check the "tools not found" error instead of passing silently. The timeout, crash, missing
+//! tool and not-a-binary tests need no CUDA tool at all.
+
+// Saying on stderr that a test could not run is the point of the message.
+#![allow(clippy::print_stderr)]
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const CUBIN: &str = "fixtures/compiled/sm_90a/spin_poll.cubin";
+const FATBIN: &str = "fixtures/compiled/multiarch/spin_poll.fatbin";
+const OBJECT: &str = "fixtures/compiled/multiarch/spin_poll.o";
+const PTX: &str = "fixtures/ptx/spin-poll-without-acquire/relaxed_poll.ptx";
+const INSTALL: &str = "pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn fencelint(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fencelint"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("run fencelint")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Runs `check --format short` on `args`. Returns `None` (after checking the "not found"
+/// error and saying that the test could not run) when no CUDA tool is installed.
+fn check_with_tools(test: &str, args: &[&str]) -> Option<Output> {
+    let mut all = vec!["check"];
+    if !args.contains(&"--format") {
+        all.extend(["--format", "short"]);
+    }
+    all.extend_from_slice(args);
+    let out = fencelint(&all);
+    let listing = stdout(&out);
+    if listing.contains(INSTALL) {
+        eprintln!(
+            "NOT RUN: `{test}` needs NVIDIA's cuobjdump and nvdisasm (set FENCELINT_CUDA_BIN \
+             or `{INSTALL}`); checked the tools-not-found error instead"
+        );
+        assert_eq!(out.status.code(), Some(2), "{listing}");
+        assert!(listing.contains("error[input-error]"), "{listing}");
+        return None;
+    }
+    Some(out)
+}
+
+fn finding_lines<'a>(text: &'a str, rule: &str) -> Vec<&'a str> {
+    text.lines().filter(|l| l.contains(&format!("[{rule}]"))).collect()
+}
+
+#[test]
+fn a_bare_cubin_names_the_cubin_the_kernel_and_the_finding() {
+    let Some(out) = check_with_tools("bare cubin", &[CUBIN]) else { return };
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    let prefix = format!("{CUBIN}[sm_90a:spin_poll.sm_90a.cubin]:poll_relaxed_fence_cta:");
+    assert!(
+        finding_lines(&text, "spin-poll-without-acquire").iter().any(|l| l.starts_with(&prefix)),
+        "{text}"
+    );
+}
+
+#[test]
+fn json_output_carries_the_kernel_and_the_sass_address() {
+    let Some(out) = check_with_tools("json", &["--format", "json", CUBIN]) else { return };
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let found = doc["diagnostics"].as_array().unwrap().iter().any(|d| {
+        d["rule"] == "spin-poll-without-acquire"
+            && d["kernel"] == "poll_relaxed_fence_cta"
+            && d["sass_address"].is_u64()
+            && d["file"].as_str().unwrap().contains("[sm_90a:spin_poll.sm_90a.cubin]")
+    });
+    assert!(found, "{doc:#}");
+}
+
+#[test]
+fn a_fat_binary_lints_every_cubin_and_the_ptx() {
+    let Some(out) = check_with_tools("fatbin", &[FATBIN]) else { return };
+    let text = stdout(&out);
+    let lines = finding_lines(&text, "spin-poll-without-acquire");
+    for unit in ["[sm_90a:spin_poll.1.sm_90a.cubin]:", "[sm_100a:spin_poll.2.sm_100a.cubin]:"] {
+        assert!(lines.iter().any(|l| l.contains(unit)), "{unit} missing:\n{text}");
+    }
+    assert!(lines.iter().any(|l| l.contains("[sm_100a:spin_poll.1.sm_100a.ptx]")), "{text}");
+}
+
+#[test]
+fn arch_selects_only_the_matching_cubins() {
+    let Some(out) = check_with_tools("--arch", &["--arch", "sm_100", FATBIN]) else { return };
+    let text = stdout(&out);
+    let lines = finding_lines(&text, "spin-poll-without-acquire");
+    assert!(!lines.is_empty(), "{text}");
+    assert!(lines.iter().all(|l| l.contains("sm_100a")), "{text}");
+    assert!(!text.contains("sm_90a"), "{text}");
+}
+
+#[test]
+fn a_host_object_is_linted_through_its_fat_binary() {
+    let Some(out) = check_with_tools("host object", &[OBJECT]) else { return };
+    let text = stdout(&out);
+    assert!(
+        finding_lines(&text, "spin-poll-without-acquire")
+            .iter()
+            .any(|l| l.contains("[sm_80:spin_poll.1.sm_80.cubin]:poll_relaxed_fence_cta:")),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_directory_of_binaries_is_linted() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::copy(repo().join(CUBIN), dir.path().join("kernels.cubin")).unwrap();
+    fs::write(dir.path().join("notes.txt"), "not an input\n").unwrap();
+    let path = dir.path().to_str().unwrap();
+    let Some(out) = check_with_tools("directory", &[path]) else { return };
+    let text = stdout(&out);
+    assert!(text.contains("kernels.cubin[sm_90a:"), "{text}");
+    assert!(!text.contains("notes.txt"), "{text}");
+}
+
+#[test]
+fn a_corrupt_cubin_is_an_input_error_and_other_inputs_are_linted() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = fs::read(repo().join(CUBIN)).unwrap();
+    let path = dir.path().join("truncated.cubin");
+    fs::write(&path, &bytes[..2000]).unwrap();
+    let path = path.to_str().unwrap();
+    let Some(out) = check_with_tools("corrupt cubin", &[path, PTX]) else { return };
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    let line = text.lines().find(|l| l.starts_with(path)).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("error[input-error]") && line.contains("nvdisasm"), "{line}");
+    assert!(text.contains(&format!("{PTX}:")), "the PTX input was not linted:\n{text}");
+}
+
+#[test]
+fn a_host_library_without_cuda_code_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("libhost.so");
+    // Any host ELF will do: the test program itself.
+    fs::copy(std::env::current_exe().unwrap(), &path).unwrap();
+    let path = path.to_str().unwrap();
+    let Some(out) = check_with_tools("host library", &[path]) else { return };
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("no CUDA code found: cuobjdump listed no cubin or PTX"), "{text}");
+}
+
+/// A folder holding a fake `nvdisasm` script.
+fn fake_tool(script: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nvdisasm");
+    fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+#[test]
+fn a_tool_that_hangs_is_killed_at_the_timeout() {
+    let dir = fake_tool("sleep 60");
+    let bin = dir.path().to_str().unwrap();
+    let started = Instant::now();
+    let out = fencelint(&[
+        "check",
+        "--format",
+        "short",
+        "--cuda-bin",
+        bin,
+        "--tool-timeout",
+        "1",
+        CUBIN,
+        PTX,
+    ]);
+    let text = stdout(&out);
+    assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("`nvdisasm` did not finish within 1s and was killed"), "{text}");
+    assert!(text.contains("error[spin-poll-without-acquire]"), "other input not linted:\n{text}");
+}
+
+#[test]
+fn a_tool_that_fails_reports_its_stderr() {
+    let dir = fake_tool("echo 'nvdisasm fatal : simulated crash' >&2\nexit 3");
+    let out = fencelint(&[
+        "check",
+        "--format",
+        "short",
+        "--cuda-bin",
+        dir.path().to_str().unwrap(),
+        CUBIN,
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("exited with status 3: nvdisasm fatal : simulated crash"), "{text}");
+}
+
+#[test]
+fn missing_tools_name_the_file_and_the_pip_command() {
+    let empty = tempfile::tempdir().unwrap();
+    let out = fencelint(&[
+        "check",
+        "--format",
+        "short",
+        "--cuda-bin",
+        empty.path().to_str().unwrap(),
+        FATBIN,
+        PTX,
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    let line = text.lines().find(|l| l.starts_with(FATBIN)).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("error[input-error]") && line.contains(INSTALL), "{line}");
+    assert!(text.contains("error[spin-poll-without-acquire]"), "other input not linted:\n{text}");
+}
+
+#[test]
+fn a_text_file_named_so_is_not_a_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("libfake.so");
+    fs::write(&path, "this is not a library\n").unwrap();
+    let path = path.to_str().unwrap();
+    let out = fencelint(&["check", "--format", "short", path, PTX]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    let line = text.lines().find(|l| l.starts_with(path)).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("error[input-error]") && line.contains("not recognised"), "{line}");
+    assert!(text.contains("error[spin-poll-without-acquire]"), "{text}");
+}
+
+#[test]
+fn a_bad_arch_is_refused() {
+    let out = fencelint(&["check", "--arch", "hopper", CUBIN]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("`--arch hopper` is not an architecture"), "{}", stderr(&out));
+}
