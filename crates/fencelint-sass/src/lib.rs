@@ -4,13 +4,27 @@
 //!
 //! # Entry points
 //! - [`parse`] recognises the format ([`detect`]) and parses a whole text;
-//!   [`parse_text`] and [`parse_json`] parse a known format.
+//!   [`parse_text`] and [`parse_json`] parse a known format. One thread, one pass.
 //! - [`detect_input`] also recognises PTX, so that a caller can route a file to the right front
 //!   end; [`detect`] answers only for the SASS formats.
+//! - [`split_functions`] / [`split_functions_parallel`] cut a listing held in memory (a read or
+//!   memory-mapped file) into [`TextChunk`]s without copying; parse them with rayon
+//!   (`chunks.par_iter().map(TextChunk::parse)`). Ranges stay relative to the whole text, and
+//!   the functions are exactly those of [`parse`]. This is the fast path for files.
 //! - [`FunctionSplitter`] reads a listing from any [`std::io::BufRead`] (a disassembler's pipe)
 //!   and yields one owned [`SassChunk`] per function with its context (architecture, fat-binary
-//!   identifier, name); [`SassChunk::parse`] then parses it, so chunks can be parsed in
-//!   parallel and memory stays bounded by the largest function.
+//!   identifier, name, offset and line in the stream); [`SassChunk::parse`] parses it. Memory
+//!   stays bounded by the largest function. This is the path for pipes.
+//!
+//! # What the tree holds
+//! A [`SassFunction`] per kernel code section (device subroutines that ptxas placed in the
+//! section stay inside it, named by [`SassFunction::labels`]), with its architecture and
+//! instructions. A [`SassInst`] has its address, guard, full dotted opcode (with
+//! [`SassInst::base`] and [`SassInst::modifiers`]), typed [`Operand`]s, byte range, source line
+//! (`-g`, innermost location; [`SassInst::inlined_at`] with `-gi`), PTX line (`-gp`; both kinds
+//! of marker are sticky until the next one), resolved branch target and encoding range.
+//! Memory operands expose their registers and offset ([`Address`]), so that a later pass can
+//! tell `[UR6]` from `[UR6+0x8]`.
 //!
 //! # Invariants
 //! - **Parsing never fails.** Every function returns [`Parsed`]: the tree plus
@@ -19,11 +33,25 @@
 //!   skipped; a truncated input yields what is complete. No input makes the parser panic, and
 //!   the work is linear in the input (no recursion, no backtracking).
 //! - **Zero copy.** Names, opcodes and operand texts borrow from the input; the only
-//!   allocations are the vectors of functions, instructions, operands and labels.
+//!   allocations are the vectors of functions, instructions, operands and labels (one
+//!   exact-size allocation for the operands of an instruction).
 //! - **Unknown opcodes and operand shapes are kept** ([`OperandKind::Other`]): new
 //!   architectures add opcodes every year, and meaning is assigned by the lowering, not here.
 //! - **`//` comments are accepted anywhere** in the text listings (fixtures carry
 //!   `// expect: ...` annotations) and never become part of an instruction.
+//! - **Both splitters and [`parse`] agree**: the chunks of [`FunctionSplitter`] and
+//!   [`split_functions`] are the same, and parsing them gives the functions of [`parse`]
+//!   (checked on every test listing, and on mutated ones).
+//!
+//! # Known limits
+//! - nvdisasm JSON names subroutines only by symbol and has no labels, so `CALL` targets stay
+//!   unresolved there ([`OperandKind::Label`] keeps the name); JSON has no line information.
+//! - `RET` carries no [`SassInst::branch_target`]: the symbol nvdisasm prints after it names
+//!   the function returned into.
+//! - Instructions are taken to be 16 bytes (Volta and later) where a listing gives no address:
+//!   JSON, address-less hand-written lines, and the end address of a trailing label.
+//! - Byte ranges are `u32`: a single text over 4 GiB must be streamed (chunk ranges are
+//!   relative to the chunk, [`SassChunk::offset`] is `u64`).
 
 mod ast;
 mod detect;
