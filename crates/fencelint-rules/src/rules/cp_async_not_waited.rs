@@ -2,10 +2,10 @@
 //! a `cp.async.wait_group` / `wait_all` covers the copy's group, or another thread's copy is read
 //! after the wait with no CTA barrier in between.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use fencelint_cfg::{AddrKey, AddrRoot, FunctionAnalysis};
-use fencelint_ir::{AsyncOp, Barrier, InstId, InstKind, MbarrierOp};
+use fencelint_ir::{AddrBase, Address, AsyncOp, Barrier, InstId, InstKind, MbarrierOp, ValueOp};
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
 
@@ -55,6 +55,8 @@ struct AsyncCopy {
     id: InstId,
     key: AddrKey,
     object: Option<AddrRoot>,
+    /// The thread-dependent terms of the destination address (see [`thread_terms`]).
+    thread_terms: Option<BTreeSet<InstId>>,
 }
 
 fn copy_of(analysis: &FunctionAnalysis<'_>, id: InstId) -> Option<AsyncCopy> {
@@ -67,6 +69,7 @@ fn copy_of(analysis: &FunctionAnalysis<'_>, id: InstId) -> Option<AsyncCopy> {
         id,
         key: analysis.address_key(id, address),
         object: analysis.address_object(id, address),
+        thread_terms: thread_terms(analysis, id, address),
     })
 }
 
@@ -153,14 +156,95 @@ fn classify_read(
         None => overlaps(&copy.key, COPY_BYTES, &key, bytes)
             .then_some(Hazard::NotWaited { groups: state.groups }),
         Some(wait) => {
-            // Another thread's slot: the same buffer, addressed from a base that none of this
-            // thread's copies use (a base shared with a copy means the thread's own element).
+            // Another thread's slot: the same buffer, at an address whose thread-dependent part
+            // differs from that of every copy of this thread into the buffer (an address that
+            // differs only in, say, the pipeline stage is the thread's own element).
             let object = analysis.address_object(read, address)?;
-            let same_buffer = copy.object.as_ref() == Some(&object);
-            let own_base = copies.iter().any(|c| c.key.root == key.root);
-            (same_buffer && !own_base).then_some(Hazard::OtherThread { wait })
+            if copy.object.as_ref() != Some(&object) {
+                return None;
+            }
+            let read_terms = thread_terms(analysis, read, address)?;
+            let own = copies.iter().filter(|c| c.object.as_ref() == Some(&object)).any(|c| {
+                c.key.root == key.root || c.thread_terms.as_ref().is_none_or(|t| *t == read_terms)
+            });
+            (!own).then_some(Hazard::OtherThread { wait })
         }
     }
+}
+
+/// The terms of an address that depend on the thread's index: the address is split into the
+/// operands of its additions (through moves, `cvt`, constant adds and register adds), and the
+/// terms whose computation reads `%tid`, `%laneid` or `%warpid` are kept, named by the
+/// instruction that computes them. `None` when a term has no single definition.
+fn thread_terms(
+    analysis: &FunctionAnalysis<'_>,
+    at: InstId,
+    address: &Address,
+) -> Option<BTreeSet<InstId>> {
+    let AddrBase::Reg(reg) = &address.base else { return Some(BTreeSet::new()) };
+    let mut terms = BTreeSet::new();
+    let mut work = vec![(at, *reg)];
+    let mut steps = 0usize;
+    while let Some((at, reg)) = work.pop() {
+        steps += 1;
+        if steps > MAX_TERM_STEPS {
+            return None;
+        }
+        if is_thread_index(analysis.func.reg_name(reg)) {
+            // The index itself, used directly as an address term.
+            terms.insert(at);
+            continue;
+        }
+        let reach = analysis.reaching_defs(at, reg);
+        let [def] = reach.defs.as_slice() else { return None };
+        if reach.from_entry {
+            return None;
+        }
+        let inst = analysis.func.inst(*def);
+        match &inst.value {
+            Some(ValueOp::Copy(src) | ValueOp::AddImm(src, _)) => work.push((*def, *src)),
+            Some(ValueOp::Param(_) | ValueOp::SymbolAddr(_) | ValueOp::Imm(_)) => {}
+            Some(ValueOp::Mapa(_)) => return None,
+            None if matches!(inst.kind, InstKind::Move) && inst.opcode.starts_with("add.") => {
+                work.extend(inst.uses.iter().map(|&r| (*def, r)));
+            }
+            None => {
+                if depends_on_thread_index(analysis, *def)? {
+                    terms.insert(*def);
+                }
+            }
+        }
+    }
+    Some(terms)
+}
+
+const MAX_TERM_STEPS: usize = 512;
+
+fn is_thread_index(name: &str) -> bool {
+    name.starts_with("%tid") || name.starts_with("%laneid") || name.starts_with("%warpid")
+}
+
+/// Whether the value computed by `def` depends on the thread's index. `None` when the slice
+/// grows too large to tell.
+fn depends_on_thread_index(analysis: &FunctionAnalysis<'_>, def: InstId) -> Option<bool> {
+    let mut seen: BTreeSet<InstId> = BTreeSet::new();
+    let mut work = vec![def];
+    while let Some(id) = work.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        if seen.len() > MAX_TERM_STEPS {
+            return None;
+        }
+        let inst = analysis.func.inst(id);
+        for &used in &inst.uses {
+            if is_thread_index(analysis.func.reg_name(used)) {
+                return Some(true);
+            }
+            work.extend(analysis.reaching_defs(id, used).defs);
+        }
+    }
+    Some(false)
 }
 
 /// Whether `[a, a + a_len)` and `[b, b + b_len)` certainly overlap.
