@@ -32,13 +32,23 @@ fn findings_exit_1_and_clean_exit_0() {
     let bad = fencelint(&["check", "--format", "short", BAD]);
     assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
     assert!(stdout(&bad).contains("relaxed_poll.ptx:19:5: error[spin-poll-without-acquire]"));
-    let good = fencelint(&["check", "--format", "short", GOOD]);
+    // The acquire poll is correct; only the perf rule `acquire-in-poll-loop` has a word on it.
+    let good =
+        fencelint(&["check", "--format", "short", "--select", "spin-poll-without-acquire", GOOD]);
     assert_eq!(good.status.code(), Some(0), "{}", stderr(&good));
     assert_eq!(stdout(&good), "");
 }
 
 #[test]
 fn fail_level_error_ignores_warnings_and_never_ignores_all() {
+    // GOOD has only a perf warning (`acquire-in-poll-loop`), BAD an error.
+    let warning = fencelint(&["check", "--format", "short", GOOD]);
+    assert_eq!(warning.status.code(), Some(1), "{}", stdout(&warning));
+    assert!(stdout(&warning).contains("warning[acquire-in-poll-loop]"));
+    let error_level = fencelint(&["check", "--fail-level", "error", GOOD]);
+    assert_eq!(error_level.status.code(), Some(0));
+    let bad_error_level = fencelint(&["check", "--fail-level", "error", BAD]);
+    assert_eq!(bad_error_level.status.code(), Some(1));
     let never = fencelint(&["check", "--fail-level", "never", BAD]);
     assert_eq!(never.status.code(), Some(0));
 }
