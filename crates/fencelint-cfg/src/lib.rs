@@ -17,6 +17,7 @@ pub use address::{AddrKey, AddrRoot};
 pub use cfg::{Block, BlockId, Cfg, EdgeKind};
 pub use dataflow::{Point, Reach};
 pub use loops::Loop;
+pub use object::AddrSum;
 
 use std::cell::{Cell, OnceCell};
 

@@ -102,3 +102,65 @@ fn is_address_arithmetic(kind: &InstKind, opcode: &str) -> bool {
         "add" | "sub" | "mad" | "iadd3" | "uiadd3" | "imad" | "lea" | "ulea" | "viadd" | "iadd"
     )
 }
+
+/// An address as a sum: the roots of its terms (sorted) plus a constant offset. Two addresses with
+/// equal terms differ only by the difference of their offsets, even when they were computed by
+/// different instructions (`p + i*16` once for TMA and once, through `cvta.to.global`, for a
+/// store).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct AddrSum {
+    pub terms: Vec<AddrRoot>,
+    pub offset: i64,
+}
+
+impl FunctionAnalysis<'_> {
+    /// The address operand of `at` as a sum of terms, seen through moves, `cvta`, constant adds
+    /// and additions of two registers. `None` when a term has no single definition or the
+    /// address went through `mapa`.
+    pub fn address_sum(&self, at: InstId, address: &Address) -> Option<AddrSum> {
+        let mut sum = AddrSum { terms: Vec::new(), offset: address.offset };
+        match &address.base {
+            AddrBase::Symbol(name) => sum.terms.push(AddrRoot::Symbol(name.clone())),
+            AddrBase::Absolute => {}
+            AddrBase::Complex(_) => return None,
+            AddrBase::Reg(reg) => {
+                let mut work = vec![(at, *reg)];
+                let mut steps = 0usize;
+                while let Some((at, reg)) = work.pop() {
+                    steps += 1;
+                    if steps > MAX_STEPS {
+                        return None;
+                    }
+                    let reach = self.reaching_defs(at, reg);
+                    let [def] = reach.defs.as_slice() else { return None };
+                    if reach.from_entry {
+                        return None;
+                    }
+                    let inst = self.func.inst(*def);
+                    match &inst.value {
+                        Some(ValueOp::Copy(src)) => work.push((*def, *src)),
+                        Some(ValueOp::AddImm(src, k)) => {
+                            sum.offset = sum.offset.wrapping_add(*k);
+                            work.push((*def, *src));
+                        }
+                        Some(ValueOp::Imm(v)) => sum.offset = sum.offset.wrapping_add(*v),
+                        Some(ValueOp::Param(name)) => sum.terms.push(AddrRoot::Param(name.clone())),
+                        Some(ValueOp::SymbolAddr(name)) => {
+                            sum.terms.push(AddrRoot::Symbol(name.clone()));
+                        }
+                        Some(ValueOp::Mapa(_)) => return None,
+                        None if matches!(inst.kind, InstKind::Move)
+                            && inst.guard.is_none()
+                            && inst.opcode.split('.').next() == Some("add") =>
+                        {
+                            work.extend(inst.uses.iter().map(|&r| (*def, r)));
+                        }
+                        None => sum.terms.push(AddrRoot::Def(*def)),
+                    }
+                }
+            }
+        }
+        sum.terms.sort();
+        Some(sum)
+    }
+}

@@ -19,7 +19,19 @@ impl FunctionAnalysis<'_> {
         &self,
         from: InstId,
         init: S,
+        step: impl FnMut(InstId, S) -> Option<S>,
+    ) {
+        self.walk_forward_on(from, init, step, |_, _| true);
+    }
+
+    /// [`walk_forward`](Self::walk_forward) that follows the edge from one block to another only
+    /// when `follow(from, to)` allows it (to leave out edges a rule knows to be infeasible).
+    pub fn walk_forward_on<S: Copy + Ord>(
+        &self,
+        from: InstId,
+        init: S,
         mut step: impl FnMut(InstId, S) -> Option<S>,
+        follow: impl Fn(BlockId, BlockId) -> bool,
     ) {
         let cfg = &self.cfg;
         let mut seen: BTreeSet<(BlockId, S)> = BTreeSet::new();
@@ -42,7 +54,7 @@ impl FunctionAnalysis<'_> {
             }
             let Some(exit_state) = state else { continue };
             for succ in cfg.successors(block) {
-                if seen.insert((succ, exit_state)) {
+                if follow(block, succ) && seen.insert((succ, exit_state)) {
                     work.push((succ, None, exit_state));
                 }
             }

@@ -4,9 +4,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fencelint_cfg::{AddrKey, AddrRoot, FunctionAnalysis};
+use fencelint_cfg::{AddrKey, AddrRoot, AddrSum, BlockId, FunctionAnalysis};
 use fencelint_ir::{
-    AddrBase, AddressRole, AsyncOp, Fence, FenceKind, InstId, InstKind, Space, TensormapOp,
+    AddrBase, Address, AddressRole, AsyncOp, Fence, FenceKind, InstId, InstKind, Reg, Space,
+    TensormapOp, ValueOp,
 };
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
@@ -37,10 +38,10 @@ impl Rule for TensormapModifiedInFlight {
     fn check_function(&self, cx: &mut FunctionCx<'_>) {
         let analysis = cx.analysis;
         let func = analysis.func;
-        let uses: Vec<(InstId, AddrKey)> = func
+        let uses: Vec<MapUse> = func
             .ids()
-            .filter_map(|id| Some((id, tma_map(analysis, id)?)))
-            .filter(|(_, map)| !is_untracked_map(analysis, map))
+            .filter_map(|id| tma_map(analysis, id))
+            .filter(|map| !is_untracked_map(analysis, &map.key))
             .collect();
         if uses.is_empty() {
             return;
@@ -48,7 +49,7 @@ impl Rule for TensormapModifiedInFlight {
         let writes: Vec<MapWrite> = func
             .ids()
             .filter_map(|id| map_write(analysis, id))
-            .filter(|w| uses.iter().any(|(_, map)| w.hits(map)))
+            .filter(|w| uses.iter().any(|map| w.hits(map)))
             .collect();
         if writes.is_empty() {
             return;
@@ -58,40 +59,72 @@ impl Rule for TensormapModifiedInFlight {
     }
 }
 
+/// A TMA operation and the tensor map it reads.
+struct MapUse {
+    id: InstId,
+    key: AddrKey,
+    sum: Option<AddrSum>,
+}
+
 /// A generic-proxy write into global memory that may land in a tensor map.
 struct MapWrite {
     id: InstId,
     key: AddrKey,
+    sum: Option<AddrSum>,
     /// `tensormap.cp_fenceproxy`: the write carries its own tensormap release.
     releases: bool,
 }
 
 impl MapWrite {
-    /// Whether the write starts inside the 128-byte map at `map`.
-    fn hits(&self, map: &AddrKey) -> bool {
-        !matches!(map.root, AddrRoot::Unknown(_))
-            && self.key.root == map.root
-            && self.key.mapped == map.mapped
-            && (map.offset..map.offset + TENSORMAP_BYTES).contains(&self.key.offset)
+    /// Whether the write starts inside the 128-byte map of `map`.
+    fn hits(&self, map: &MapUse) -> bool {
+        let in_map = |start: i64, at: i64| (start..start + TENSORMAP_BYTES).contains(&at);
+        let same_key = !matches!(map.key.root, AddrRoot::Unknown(_))
+            && self.key.root == map.key.root
+            && self.key.mapped == map.key.mapped
+            && in_map(map.key.offset, self.key.offset);
+        let same_sum = match (&self.sum, &map.sum) {
+            (Some(write), Some(map)) => {
+                !write.terms.is_empty()
+                    && write.terms == map.terms
+                    && in_map(map.offset, write.offset)
+            }
+            _ => false,
+        };
+        same_key || same_sum
+    }
+
+    /// Whether two writes go to the same map.
+    fn same_map(&self, other: &Self) -> bool {
+        let same_key =
+            !matches!(self.key.root, AddrRoot::Unknown(_)) && self.key.root == other.key.root;
+        let same_terms = matches!((&self.sum, &other.sum), (Some(a), Some(b)) if !a.terms.is_empty() && a.terms == b.terms);
+        same_key || same_terms
     }
 }
 
 /// The tensor map operand of a `cp.async.bulk.tensor` / `cp.reduce.async.bulk.tensor`.
-fn tma_map(analysis: &FunctionAnalysis<'_>, id: InstId) -> Option<AddrKey> {
+fn tma_map(analysis: &FunctionAnalysis<'_>, id: InstId) -> Option<MapUse> {
     let inst = analysis.func.inst(id);
     if !matches!(inst.kind, InstKind::Async(AsyncOp::BulkTensor { .. })) {
         return None;
     }
-    let address = inst.extra_address(AddressRole::Tensormap)?;
+    let recorded = inst.extra_address(AddressRole::Tensormap)?;
     // The map operand is recorded by name; a register name is resolved to the register.
-    if let AddrBase::Symbol(name) = &address.base
-        && let Some(index) = analysis.func.regs.iter().position(|r| r == name)
-    {
-        let mut key = analysis.value_key(id, fencelint_ir::Reg(index as u32));
-        key.offset = key.offset.wrapping_add(address.offset);
-        return Some(key);
-    }
-    Some(analysis.address_key(id, address))
+    let address = match &recorded.base {
+        AddrBase::Symbol(name) => match analysis.func.regs.iter().position(|r| r == name) {
+            Some(index) => {
+                Address { base: AddrBase::Reg(Reg(index as u32)), offset: recorded.offset }
+            }
+            None => recorded.clone(),
+        },
+        _ => recorded.clone(),
+    };
+    Some(MapUse {
+        id,
+        key: analysis.address_key(id, &address),
+        sum: analysis.address_sum(id, &address),
+    })
 }
 
 /// Maps the rule does not follow: a map in the kernel's parameter space (`__grid_constant__`),
@@ -112,18 +145,23 @@ fn map_write(analysis: &FunctionAnalysis<'_>, id: InstId) -> Option<MapWrite> {
         InstKind::Tensormap(TensormapOp::CpFenceproxy) => true,
         _ => return None,
     };
-    let key = analysis.address_key(id, inst.address.as_ref()?);
-    Some(MapWrite { id, key, releases })
+    let address = inst.address.as_ref()?;
+    let key = analysis.address_key(id, address);
+    let sum = analysis.address_sum(id, address);
+    Some(MapWrite { id, key, sum, releases })
 }
 
 /// First form: a write into a map reachable after a TMA operation that uses it, with no bulk
 /// commit and covering `cp.async.bulk.wait_group[.read]` on the way.
-fn check_in_flight(cx: &mut FunctionCx<'_>, uses: &[(InstId, AddrKey)], writes: &[MapWrite]) {
+fn check_in_flight(cx: &mut FunctionCx<'_>, uses: &[MapUse], writes: &[MapWrite]) {
     let analysis = cx.analysis;
+    let pinned = first_iteration_guards(analysis);
+    let follow = |from: BlockId, to: BlockId| pinned.get(&from).is_none_or(|&only| only == to);
     let mut reported: BTreeSet<InstId> = BTreeSet::new();
-    for (tma, map) in uses {
+    for map in uses {
+        let tma = map.id;
         let mut hits: BTreeSet<InstId> = BTreeSet::new();
-        analysis.walk_forward(*tma, 0u8, |id, groups| match &analysis.func.inst(id).kind {
+        let step = |id: InstId, groups: u8| match &analysis.func.inst(id).kind {
             InstKind::Async(AsyncOp::BulkCommit) => Some(groups.saturating_add(1).min(MAX_GROUPS)),
             InstKind::Async(AsyncOp::BulkWait { pending, .. }) => match pending {
                 // `wait_group N` leaves the N newest groups pending: it covers the TMA
@@ -137,12 +175,13 @@ fn check_in_flight(cx: &mut FunctionCx<'_>, uses: &[(InstId, AddrKey)], writes: 
                 }
                 Some(groups)
             }
-        });
+        };
+        analysis.walk_forward_on(tma, 0u8, step, follow);
         let Some(&first) = hits.iter().next() else { continue };
         if !reported.insert(first) {
             continue;
         }
-        report_in_flight(cx, first, *tma, hits.len());
+        report_in_flight(cx, first, tma, hits.len());
     }
 }
 
@@ -174,7 +213,7 @@ fn report_in_flight(cx: &mut FunctionCx<'_>, write: InstId, tma: InstId, n_write
 /// Second form: a written map reaches a TMA operation without
 /// `fence.proxy.tensormap::generic.release` after the write and
 /// `fence.proxy.tensormap::generic.acquire [map], 128` before the use.
-fn check_proxy_fences(cx: &mut FunctionCx<'_>, uses: &[(InstId, AddrKey)], writes: &[MapWrite]) {
+fn check_proxy_fences(cx: &mut FunctionCx<'_>, uses: &[MapUse], writes: &[MapWrite]) {
     let analysis = cx.analysis;
     let func = analysis.func;
     // The first unfenced write that reaches each use, and whether it was released.
@@ -189,17 +228,20 @@ fn check_proxy_fences(cx: &mut FunctionCx<'_>, uses: &[(InstId, AddrKey)], write
                 InstKind::Fence(Fence { kind: FenceKind::ProxyTensormapAcquire, .. }) => {
                     let acquires_this = inst.address.as_ref().is_none_or(|a| {
                         let key = analysis.address_key(id, a);
-                        matches!(key.root, AddrRoot::Unknown(_)) || write.key.root == key.root
+                        let sum = analysis.address_sum(id, a);
+                        matches!(key.root, AddrRoot::Unknown(_))
+                            || write.key.root == key.root
+                            || matches!((&sum, &write.sum), (Some(a), Some(b)) if a.terms == b.terms)
                     });
                     return if acquires_this && released { None } else { Some(released) };
                 }
                 _ => {}
             }
-            if writes.iter().any(|w| w.id == id && w.key.root == write.key.root) {
+            if writes.iter().any(|w| w.id == id && w.same_map(write)) {
                 // A later write of the same map is checked from there.
                 return None;
             }
-            if let Some((_, map)) = uses.iter().find(|(u, _)| *u == id)
+            if let Some(map) = uses.iter().find(|u| u.id == id)
                 && write.hits(map)
             {
                 findings.entry(id).or_insert((write.id, released));
@@ -234,4 +276,78 @@ fn report_unfenced(cx: &mut FunctionCx<'_>, tma: InstId, write: InstId, released
         .note("the TMA unit may use a stale copy of the tensor map unless the generic-proxy write is released to the tensormap proxy and acquired by the user")
         .help(help);
     drop(report);
+}
+
+/// Branches that skip a block holding a bulk-group commit or wait, on a condition computed only
+/// from loop counters (`if (g > 0) { commit; wait_group.read 0; }`): the skipping side runs on
+/// the first iteration, before any TMA operation of the loop is in flight, so walks that start at
+/// a TMA operation follow only the side with the wait. Maps each such block to the successor to
+/// follow.
+fn first_iteration_guards(analysis: &FunctionAnalysis<'_>) -> BTreeMap<BlockId, BlockId> {
+    let func = analysis.func;
+    let cfg = &analysis.cfg;
+    let has_wait = |block: BlockId| {
+        cfg.block(block).ids().any(|id| {
+            matches!(
+                func.inst(id).kind,
+                InstKind::Async(AsyncOp::BulkCommit | AsyncOp::BulkWait { .. })
+            )
+        })
+    };
+    let mut pinned = BTreeMap::new();
+    for block in cfg.block_ids() {
+        if cfg.block(block).insts.is_empty() {
+            continue;
+        }
+        let branch = cfg.block(block).last();
+        let Some(guard) = func.inst(branch).guard else { continue };
+        if !func.inst(branch).is_branch() || !decided_by_counters(analysis, branch, guard.reg) {
+            continue;
+        }
+        // A triangle: one side holds the wait and falls into the other side.
+        let succs: Vec<BlockId> = cfg.successors(block).collect();
+        let [a, b] = succs[..] else { continue };
+        let falls_into = |x: BlockId, y: BlockId| cfg.successors(x).eq(std::iter::once(y));
+        if has_wait(a) && falls_into(a, b) {
+            pinned.insert(block, a);
+        } else if has_wait(b) && falls_into(b, a) {
+            pinned.insert(block, b);
+        }
+    }
+    pinned
+}
+
+/// Whether the predicate `pred` read by `at` is a comparison of loop counters with constants:
+/// registers whose every definition is a constant, a copy of a constant, or the register plus a
+/// constant.
+fn decided_by_counters(analysis: &FunctionAnalysis<'_>, at: InstId, pred: Reg) -> bool {
+    let func = analysis.func;
+    let reach = analysis.reaching_defs(at, pred);
+    let [compare] = reach.defs.as_slice() else { return false };
+    let compare = *compare;
+    let inst = func.inst(compare);
+    if reach.from_entry || !matches!(inst.kind, InstKind::Compare) {
+        return false;
+    }
+    let guard = inst.guard.map(|g| g.reg);
+    let operands: Vec<Reg> = inst.uses.iter().copied().filter(|&r| Some(r) != guard).collect();
+    !operands.is_empty() && operands.iter().all(|&reg| is_counter(analysis, reg))
+}
+
+fn is_counter(analysis: &FunctionAnalysis<'_>, reg: Reg) -> bool {
+    let func = analysis.func;
+    let sites = analysis.def_sites(reg);
+    !sites.is_empty()
+        && sites.iter().all(|&def| match &func.inst(def).value {
+            Some(ValueOp::Imm(_)) => true,
+            Some(ValueOp::AddImm(src, _)) => *src == reg,
+            Some(ValueOp::Copy(src)) => {
+                let src_sites = analysis.def_sites(*src);
+                !src_sites.is_empty()
+                    && src_sites
+                        .iter()
+                        .all(|&d| matches!(func.inst(d).value, Some(ValueOp::Imm(_))))
+            }
+            _ => false,
+        })
 }
