@@ -205,7 +205,10 @@ fn subsumption(
     if is_sass && !standalone_sass_pair(analysis, first, second) {
         return None;
     }
-    if covers(*b, *a) {
+    if a == b {
+        // The same fence twice: the second one repeats the first.
+        Some((second, first))
+    } else if covers(*b, *a) {
         Some((first, second))
     } else if covers(*a, *b) {
         Some((second, first))
@@ -302,15 +305,25 @@ fn report_alias(cx: &mut FunctionCx<'_>, alias: &AliasFence) {
 fn report_subsumed(cx: &mut FunctionCx<'_>, weak: InstId, strong: InstId) {
     let weak_op = cx.inst(weak).opcode.clone();
     let strong_op = cx.inst(strong).opcode.clone();
+    let same = cx.inst(weak).kind == cx.inst(strong).kind;
     let place = if weak < strong { "right after it" } else { "right before it" };
-    let message = format!(
-        "`{weak_op}` is subsumed by the `{strong_op}` {place}, with no memory access in between"
-    );
+    let message = if same {
+        format!("`{weak_op}` repeats the `{strong_op}` {place}, with no memory access in between")
+    } else {
+        format!(
+            "`{weak_op}` is subsumed by the `{strong_op}` {place}, with no memory access in between"
+        )
+    };
+    let (help, other_label) = if same {
+        ("remove the repeated fence", "the same fence")
+    } else {
+        ("remove the weaker fence", "this fence is at least as strong and as wide")
+    };
     let report = cx
         .report(weak, message)
         .primary_label("this fence orders nothing that the other one does not")
-        .secondary(strong, "this fence is at least as strong and as wide")
+        .secondary(strong, other_label)
         .note("each fence above `.cta` scope drains outstanding memory operations (`MEMBAR`) and may invalidate L1 (`CCTL.IVALL`); the second one adds only its cost")
-        .help("remove the weaker fence");
+        .help(help);
     drop(report);
 }
