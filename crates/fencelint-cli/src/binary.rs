@@ -83,6 +83,8 @@ struct Unit {
     /// Where the unit is on disk, once extracted.
     path: Option<PathBuf>,
     size: u64,
+    /// For a part of a large cubin: the symbol indices of its functions (`nvdisasm -fun`).
+    functions: Option<Vec<usize>>,
 }
 
 struct UnitOutput {
@@ -161,12 +163,16 @@ pub(crate) fn lint_binaries(
         ProgressBar::hidden()
     };
 
+    let workers = std::thread::available_parallelism().map_or(2, std::num::NonZero::get).max(2);
+    if tools.nvdisasm.is_some() {
+        units = split_large_cubins(units, workers);
+    }
+
     // Largest first, so that the one huge cubin of a library does not start last.
     let mut order: Vec<usize> = (0..units.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(units[i].size));
     let results: Vec<Mutex<Option<UnitOutput>>> = units.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism().map_or(2, std::num::NonZero::get).max(2);
     let work = || {
         loop {
             let taken = next.fetch_add(1, Ordering::Relaxed);
@@ -228,6 +234,7 @@ fn prepare(
                 ptx: false,
                 path: Some(absolute),
                 size: file_size(path),
+                functions: None,
             }]);
         }
         return Err(Prepared::Error(format!(
@@ -278,6 +285,7 @@ fn prepare(
             ptx: false,
             path: Some(absolute),
             size: file_size(path),
+            functions: None,
         }]);
     }
 
@@ -294,7 +302,15 @@ fn prepare(
             let arch = arch_of_name(&name);
             present.push(arch.clone().unwrap_or_else(|| "?".to_owned()));
             if selected(arch.as_deref(), &options.archs) {
-                chosen.push(Unit { binary: index, name, arch, ptx: is_ptx, path: None, size: 0 });
+                chosen.push(Unit {
+                    binary: index,
+                    name,
+                    arch,
+                    ptx: is_ptx,
+                    path: None,
+                    size: 0,
+                    functions: None,
+                });
             }
         }
         if chosen.is_empty() {
@@ -459,6 +475,18 @@ fn lint_unit(
     }
 
     let (tool, args) = match (&tools.nvdisasm, &tools.cuobjdump) {
+        (Some(nvdisasm), _) if unit.functions.is_some() => {
+            let list: Vec<String> =
+                unit.functions.iter().flatten().map(ToString::to_string).collect();
+            let args = vec![
+                OsString::from("-c"),
+                OsString::from("-g"),
+                OsString::from("-fun"),
+                OsString::from(list.join(",")),
+                path.clone().into_os_string(),
+            ];
+            (nvdisasm, args)
+        }
         (Some(nvdisasm), _) => (
             nvdisasm,
             vec![OsString::from("-c"), OsString::from("-g"), path.clone().into_os_string()],
@@ -521,4 +549,87 @@ fn finding(name: String, text: String, mut diagnostics: Vec<Diagnostic>) -> Find
 /// Demangles an Itanium C++ name (`_Z…`), or `None` if it is not one.
 pub(crate) fn demangle(name: &str) -> Option<String> {
     cpp_demangle::Symbol::new(name.as_bytes()).ok()?.demangle().ok()
+}
+
+/// Cubins at least this large are disassembled in parts, one `nvdisasm -fun` process each.
+const SPLIT_SIZE: u64 = 4 << 20;
+
+/// Splits each large cubin into up to `parts` units of about equal code size, so that one huge
+/// cubin (NCCL has a 108 MB one) is disassembled by several processes at once.
+fn split_large_cubins(units: Vec<Unit>, parts: usize) -> Vec<Unit> {
+    let mut out = Vec::with_capacity(units.len());
+    for unit in units {
+        let functions = match (&unit.path, unit.ptx) {
+            (Some(path), false) if unit.size >= SPLIT_SIZE && parts > 1 => cubin_functions(path),
+            _ => None,
+        };
+        let Some(mut functions) = functions.filter(|f| f.len() > 1) else {
+            out.push(unit);
+            continue;
+        };
+        // Longest processing time first: the heaviest function goes to the lightest part.
+        functions.sort_by_key(|&(index, size)| (std::cmp::Reverse(size), index));
+        let mut groups: Vec<(u64, Vec<usize>)> = vec![(0, Vec::new()); parts.min(functions.len())];
+        for (index, size) in functions {
+            let lightest = groups.iter_mut().min_by_key(|(total, _)| *total).expect("parts > 0");
+            lightest.0 += size.max(1);
+            lightest.1.push(index);
+        }
+        for (total, mut indices) in groups {
+            indices.sort_unstable();
+            out.push(Unit {
+                binary: unit.binary,
+                name: unit.name.clone(),
+                arch: unit.arch.clone(),
+                ptx: false,
+                path: unit.path.clone(),
+                size: total,
+                functions: Some(indices),
+            });
+        }
+    }
+    out
+}
+
+/// The function symbols of a 64-bit little-endian cubin: (symbol index, size of the code
+/// section that holds it). `None` when the file is not such an ELF or its tables are damaged;
+/// the cubin is then disassembled whole.
+fn cubin_functions(path: &Path) -> Option<Vec<(usize, u64)>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let mut header = [0u8; 64];
+    file.read_exact(&mut header).ok()?;
+    if &header[..4] != b"\x7fELF" || header[4] != 2 || header[5] != 1 {
+        return None;
+    }
+    let u16_at = |b: &[u8], at: usize| u16::from_le_bytes([b[at], b[at + 1]]);
+    let u32_at = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let shoff = u64_at(&header, 0x28);
+    let shentsize = usize::from(u16_at(&header, 0x3a));
+    let shnum = usize::from(u16_at(&header, 0x3c));
+    if shentsize < 64 || shnum == 0 || shoff.checked_add((shentsize * shnum) as u64)? > len {
+        return None;
+    }
+    let mut sections = vec![0u8; shentsize * shnum];
+    file.seek(SeekFrom::Start(shoff)).ok()?;
+    file.read_exact(&mut sections).ok()?;
+    let section = |i: usize| &sections[i * shentsize..(i + 1) * shentsize];
+    let symtab = (0..shnum).find(|&i| u32_at(section(i), 4) == 2)?; // SHT_SYMTAB
+    let (offset, size) = (u64_at(section(symtab), 24), u64_at(section(symtab), 32));
+    if offset.checked_add(size)? > len || size > 256 << 20 {
+        return None;
+    }
+    let mut symbols = vec![0u8; usize::try_from(size).ok()?];
+    file.seek(SeekFrom::Start(offset)).ok()?;
+    file.read_exact(&mut symbols).ok()?;
+    let mut out = Vec::new();
+    for (index, symbol) in symbols.chunks_exact(24).enumerate() {
+        let shndx = usize::from(u16_at(symbol, 6));
+        if symbol[4] & 0xf == 2 && shndx > 0 && shndx < shnum {
+            out.push((index, u64_at(section(shndx), 32)));
+        }
+    }
+    Some(out)
 }
