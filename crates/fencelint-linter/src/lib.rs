@@ -39,6 +39,40 @@ pub fn lint_text(file: FileId, text: &str, kind: InputKind, settings: &Settings)
     lint_lowered(lowered, settings)
 }
 
+/// The PTX-versus-SASS reorder audit (`ptxas-reordered-across-wait`), for callers that hold a
+/// cubin: `reorder::ptx_from_debug_section` rebuilds the PTX from the `.nv_debug_ptx_txt`
+/// section and `reorder::ptxas_version` reads the compiler version from the notes.
+pub use fencelint_reorder as reorder;
+
+/// Lints a PTX text and the SASS of the same kernels (`nvdisasm -c -gp`) together: the rules of
+/// `settings` on each text, and the reorder audit on the pair (kernels paired by name).
+/// `sass_kind` is what [`detect`] said of `sass_text`; `producer` names the compiler of the SASS
+/// (`ptxas 13.2.78`, from [`reorder::ptxas_version`]) when the caller knows it.
+pub fn lint_pair(
+    ptx_file: FileId,
+    ptx_text: &str,
+    sass_file: FileId,
+    sass_text: &str,
+    sass_kind: InputKind,
+    settings: &Settings,
+    producer: Option<&str>,
+) -> LintOutput {
+    let mut output = lint_text(ptx_file, ptx_text, InputKind::Ptx, settings);
+    output.merge(lint_text(sass_file, sass_text, sass_kind, settings));
+    let options = reorder::AuditOptions {
+        producer: producer.map(ToOwned::to_owned),
+        ..reorder::AuditOptions::default()
+    };
+    let audit =
+        reorder::audit_texts_as(ptx_file, ptx_text, sass_file, sass_text, sass_kind, &options);
+    // The parse errors of the two texts are already in `output`.
+    output
+        .diagnostics
+        .extend(audit.diagnostics.into_iter().filter(|d| d.rule != codes::PARSE_ERROR));
+    fencelint_diagnostics::sort(&mut output.diagnostics);
+    output
+}
+
 /// Lints lowered modules, keeping the front end's diagnostics.
 pub fn lint_lowered(lowered: fencelint_lower::Lowered, settings: &Settings) -> LintOutput {
     let mut output = LintOutput { diagnostics: lowered.diagnostics, ..LintOutput::default() };

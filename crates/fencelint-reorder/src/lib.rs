@@ -91,8 +91,25 @@ pub fn audit_texts(
     sass_text: &str,
     options: &AuditOptions,
 ) -> Audit {
+    let Some(kind) = fencelint_lower::detect(sass_text) else {
+        let mut audit = Audit::default();
+        audit.diagnostics.push(input_error(sass_file, "the second input is not a SASS listing"));
+        return audit;
+    };
+    audit_texts_as(ptx_file, ptx_text, sass_file, sass_text, kind, options)
+}
+
+/// [`audit_texts`] for a SASS text whose kind the caller already detected.
+pub fn audit_texts_as(
+    ptx_file: FileId,
+    ptx_text: &str,
+    sass_file: FileId,
+    sass_text: &str,
+    sass_kind: InputKind,
+    options: &AuditOptions,
+) -> Audit {
     let mut audit = Audit::default();
-    let Some(InputKind::Sass(format)) = fencelint_lower::detect(sass_text) else {
+    let InputKind::Sass(format) = sass_kind else {
         audit.diagnostics.push(input_error(sass_file, "the second input is not a SASS listing"));
         return audit;
     };
