@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use fencelint_cfg::{AddrRoot, FunctionAnalysis};
 use fencelint_ir::{
-    AddrBase, AddressRole, AsyncOp, Barrier, BulkDir, Dialect, Fence, FenceKind, InstId, InstKind,
-    MbarrierOp, Space, Tcgen05Op, ValueOp, WgmmaOp,
+    AddrBase, AddressRole, AsyncOp, Barrier, BulkDir, Dialect, Fence, FenceKind, Inst, InstId,
+    InstKind, MbarrierOp, Space, Tcgen05Op, ValueOp, WgmmaOp,
 };
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
@@ -60,7 +60,7 @@ impl Rule for AsyncProxyReadWithoutFence {
                         Some(Publish { synchronized: true, ..state })
                     };
                 }
-                if readers.contains(&id) && may_read(analysis, id, written.as_ref()) {
+                if readers.contains(&id) && may_read(analysis, id, write, written.as_ref()) {
                     findings.entry(id).or_insert(write);
                     return None;
                 }
@@ -118,19 +118,33 @@ fn is_generic_shared_write(analysis: &FunctionAnalysis<'_>, is_sass: bool, id: I
 }
 
 /// In SASS, `tcgen05.alloc`, `dealloc` and `relinquish_alloc_permit` expand into software
-/// sequences that write shared memory (`ATOMS`, `STS`) just after the allocating instruction.
-/// Those writes are the allocator's bookkeeping, not operands of any MMA.
+/// sequences that write shared memory (`ATOMS`, `STS`) after the allocating instruction (the
+/// allocation itself is a retry loop). Those writes are the allocator's bookkeeping, not operands
+/// of any MMA: a shared-memory write that such an instruction dominates, shortly after it and with
+/// no barrier in between, is skipped.
 fn is_allocator_bookkeeping(analysis: &FunctionAnalysis<'_>, id: InstId) -> bool {
-    /// How far after the allocating instruction its bookkeeping writes were seen (ptxas 13.5
-    /// puts them within ten instructions).
-    const WINDOW: u32 = 16;
+    /// How far after the allocating instruction its bookkeeping writes were seen (up to 25
+    /// instructions in ptxas 13.5 output, across the retry loop).
+    const WINDOW: u32 = 32;
+    let func = analysis.func;
     let start = id.0.saturating_sub(WINDOW);
-    (start..id.0).map(InstId).any(|i| {
+    let Some(alloc) = (start..id.0).map(InstId).rev().find(|&i| {
         matches!(
-            analysis.func.inst(i).kind,
+            func.inst(i).kind,
+            InstKind::Tcgen05(Tcgen05Op::Alloc | Tcgen05Op::Relinquish | Tcgen05Op::Dealloc)
+        )
+    }) else {
+        return false;
+    };
+    let barrier_between =
+        (alloc.0..id.0).map(InstId).any(|i| matches!(func.inst(i).kind, InstKind::Barrier(_)));
+    let dominated = (start..id.0).map(InstId).any(|i| {
+        matches!(
+            func.inst(i).kind,
             InstKind::Tcgen05(Tcgen05Op::Alloc | Tcgen05Op::Relinquish | Tcgen05Op::Dealloc)
         ) && analysis.dominates(i, id)
-    })
+    });
+    dominated && !barrier_between
 }
 
 /// Whether a generic address register was converted from a shared-window address.
@@ -159,10 +173,22 @@ fn written_object(analysis: &FunctionAnalysis<'_>, write: InstId) -> Option<Addr
     analysis.address_object(write, address)
 }
 
-/// Whether the asynchronous reader may read the object written: unless both are known and differ.
-fn may_read(analysis: &FunctionAnalysis<'_>, reader: InstId, written: Option<&AddrRoot>) -> bool {
-    let Some(written) = written else { return true };
+/// Whether the asynchronous reader may read what `write` wrote. TMA and bulk stores: unless the
+/// written variable and the source variable are both known and differ. MMAs name their operands
+/// by descriptors, which are not decoded: only writes shaped like operand tiles count, `stmatrix`
+/// and vector stores of 64 bits or more (scalar stores are the scheduling and bookkeeping data
+/// that kernels keep in shared memory next to the tiles).
+fn may_read(
+    analysis: &FunctionAnalysis<'_>,
+    reader: InstId,
+    write: InstId,
+    written: Option<&AddrRoot>,
+) -> bool {
     let inst = analysis.func.inst(reader);
+    if matches!(inst.kind, InstKind::Tcgen05(_) | InstKind::Wgmma(_)) {
+        return is_tile_store(analysis.func.inst(write));
+    }
+    let Some(written) = written else { return true };
     let source = match &inst.kind {
         InstKind::Async(AsyncOp::BulkTensor { .. }) => inst.address.as_ref(),
         InstKind::Async(AsyncOp::Bulk { .. }) => inst.extra_address(AddressRole::Source),
@@ -170,6 +196,16 @@ fn may_read(analysis: &FunctionAnalysis<'_>, reader: InstId, written: Option<&Ad
     };
     let Some(source) = source else { return true };
     analysis.address_object(reader, source).is_none_or(|read| read == *written)
+}
+
+/// `stmatrix` / `STSM`, or a store of at least 64 bits (`st.shared.v2.b32`, `STS.64`,
+/// `STS.128`).
+fn is_tile_store(inst: &Inst) -> bool {
+    match &inst.kind {
+        InstKind::Store(mem) => mem.width.unwrap_or(32) * u32::from(mem.vector.max(1)) >= 64,
+        InstKind::Other => true,
+        _ => false,
+    }
 }
 
 /// `fence.proxy.async` (all of it, or restricted to shared memory), SASS `FENCE.VIEW.ASYNC.S`,

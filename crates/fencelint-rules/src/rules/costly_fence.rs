@@ -232,8 +232,8 @@ fn covers(strong: Fence, weak: Fence) -> bool {
 }
 
 /// In SASS, two adjacent `MEMBAR`s are one PTX fence each only when ptxas did not emit them
-/// together: `MEMBAR.ALL.CTA` directly before a wider `MEMBAR` is ptxas's own prefix of a
-/// release after mbarrier operations, a `MEMBAR` followed by `FENCE.VIEW.ASYNC` belongs to a
+/// together: `MEMBAR.ALL.CTA` directly before a wider `MEMBAR` (`.ALL` or `.SC`) is ptxas's own
+/// prefix of a release or sequentially consistent fence after mbarrier operations, a `MEMBAR` followed by `FENCE.VIEW.ASYNC` belongs to a
 /// proxy fence, and a `MEMBAR.ALL` without `CCTL.IVALL` that leads into a memory access is that
 /// access's release. When `nvdisasm -gp` gives PTX lines, the two must come from different ones.
 fn standalone_sass_pair(analysis: &FunctionAnalysis<'_>, first: InstId, second: InstId) -> bool {
@@ -248,7 +248,7 @@ fn standalone_sass_pair(analysis: &FunctionAnalysis<'_>, first: InstId, second: 
     let b_fence = plain_fence(b);
     let cta_prefix = second.0 == first.0 + 1
         && a_fence.is_some_and(|f| f.sem == Sem::AcqRel && f.scope == Some(Scope::Cta))
-        && b_fence.is_some_and(|f| f.sem == Sem::AcqRel && f.scope.is_some_and(|s| s > Scope::Cta));
+        && b_fence.is_some_and(|f| f.scope.is_some_and(|s| s > Scope::Cta));
     if cta_prefix {
         return false;
     }
