@@ -1,5 +1,6 @@
 //! Tests that police the suite: rule documents, fixtures, message style, tidiness, determinism.
 
+use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -200,10 +201,11 @@ fn readme_rules_table_matches_the_registry() {
     for rule in all_rules() {
         let meta = rule.meta();
         let level = meta.default_severity().map_or("off", |s| s.as_str());
-        table.push_str(&format!(
-            "| [`{0}`](rules/{0}.md) | {1} | {2} | {3} | {4} |\n",
+        let _ = writeln!(
+            table,
+            "| [`{0}`](rules/{0}.md) | {1} | {2} | {3} | {4} |",
             meta.name, meta.category, level, meta.dialects, meta.summary
-        ));
+        );
     }
     let path = repo().join("README.md");
     let readme = fs::read_to_string(&path).unwrap();
