@@ -55,12 +55,16 @@ def cuda_bin():
 def run_lint(paths):
     if not paths:
         return []
-    cmd = [fencelint_bin(), "check", "--no-config", "--select", "all", "--format", "jsonl", "--fail-level", "never",
+    cmd = [fencelint_bin(), "check", "--select", "all", "--format", "json", "--fail-level", "never",
            "--cuda-bin", cuda_bin()] + paths
     out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     if out.returncode not in (0, 1):
         print("fencelint exit %d: %s" % (out.returncode, out.stderr[:500]), file=sys.stderr)
-    return [json.loads(l) for l in out.stdout.splitlines() if l.strip()]
+    try:
+        return json.loads(out.stdout).get("diagnostics", [])
+    except ValueError:
+        print("fencelint printed no JSON: %s" % out.stderr[:500], file=sys.stderr)
+        return []
 
 
 def rel(p):

@@ -25,7 +25,7 @@
 #
 # Per cubin: `nvdisasm -c -g CUBIN` (falling back to `cuobjdump -sass CUBIN` when nvdisasm
 # fails) is streamed through a small counter (functions, instructions, opcodes) straight into
-# `fencelint check --select all --format jsonl /dev/stdin`; nothing of the text is stored. Kept
+# `fencelint check --select all --format json /dev/stdin`; nothing of the text is stored. Kept
 # in .corpus/<corpus>/sass/: NAME.stats.json (counts, opcodes, tool exit codes, stderr) and
 # NAME.jsonl (the diagnostics). A cubin whose summary exists is skipped on a re-run.
 #
@@ -278,6 +278,16 @@ if __name__ == "__main__":
         sample(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6] == "1")
     elif cmd == "report":
         report(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
+    elif cmd == "jsonl":
+        # the JSON document of fencelint check --format json, one diagnostic a line
+        try:
+            doc = json.load(open(sys.argv[2]))
+        except (OSError, ValueError) as e:
+            doc = {"diagnostics": [{"rule": "input-error", "message": "fencelint gave no JSON: %s" % e,
+                                    "span": {"line": 0}}]}
+        with open(sys.argv[3], "w") as f:
+            for d in doc.get("diagnostics", []):
+                f.write(json.dumps(d) + "\n")
     elif cmd == "merge":
         # merge STATS KEY=VALUE... (strings; ints when they look like ints)
         path = sys.argv[2]
@@ -301,12 +311,17 @@ if [ "$report_only" = 0 ]; then
     # fencelint reads /dev/stdin; its binary sniffing reads the first bytes of the path it is
     # given, which on a pipe consumes them. Measure how many padding bytes it eats so that the
     # text it lints is exactly the disassembly (and line numbers match a re-disassembly).
-    # A probe: "@@@@" in front of a valid header is accepted only if those bytes are eaten.
-    probe="$(printf '@@@@\t.target\tsm_90\n' | "$fencelint" check --no-config --format jsonl --select all /dev/stdin 2>&1)"
-    if printf '%s' "$probe" | grep -q 'parse-error\|input-error'; then
+    # Probe with a clean committed SASS file: with 4 bytes of "@@@@" in front it lints cleanly
+    # only if those bytes are eaten; then the padding is newlines, eaten the same way.
+    probe_file="$repo/fixtures/compiled/sm_90a/ordinary.nvdisasm.sass"
+    probe() { { printf '%s' "$1"; cat "$probe_file"; } | "$fencelint" check --format json \
+        --fail-level never /dev/stdin > /dev/null 2>&1; }
+    if probe '@@@@'; then
+        pad=$'\n\n\n\n'
+    elif probe ''; then
         pad=""
     else
-        pad=$'\n\n\n\n'
+        log "fencelint cannot lint /dev/stdin (probe with $probe_file failed)"; exit 2
     fi
     log "fencelint: $fencelint ($("$fencelint" --version)); stdin padding ${#pad} bytes"
 fi
@@ -324,17 +339,18 @@ h=sys.stdin.buffer.read(64); f=struct.unpack_from("<I",h,48)[0]
 print("sm_%d" % (((f>>8)&0xff) if h[7]==0x41 else (f&0xff)))')"
     local start=$SECONDS tool=nvdisasm
     "$nvdisasm" -c -g "$cubin" 2> "$err" | "$python" "$helper" count "$stats" "$pad" \
-        | "$fencelint" check --no-config --select all --format jsonl --fail-level never /dev/stdin > "$jl" 2>> "$err"
+        | "$fencelint" check --select all --format json --fail-level never /dev/stdin > "$jl.tmp" 2>> "$err"
     local rcs=("${PIPESTATUS[@]}")
     if [ "${rcs[0]}" != 0 ]; then
         local nverr
         nverr="$(head -c 300 "$err" | tr '\n\t"' '   ')"
         tool=cuobjdump
         "$cuobjdump" -sass "$cubin" 2> "$err" | "$python" "$helper" count "$stats" "$pad" \
-            | "$fencelint" check --no-config --select all --format jsonl --fail-level never /dev/stdin > "$jl" 2>> "$err"
+            | "$fencelint" check --select all --format json --fail-level never /dev/stdin > "$jl.tmp" 2>> "$err"
         rcs=("${PIPESTATUS[@]}")
         "$python" "$helper" merge "$stats" "nvdisasm_err=$nverr"
     fi
+    "$python" "$helper" jsonl "$jl.tmp" "$jl" && rm -f "$jl.tmp"
     "$python" "$helper" merge "$stats" "arch=$arch" "disassembler=$tool" "dis_rc=${rcs[0]}" \
         "lint_rc=${rcs[2]}" "seconds=$((SECONDS - start))" "cubin=$cubin"
     [ -s "$err" ] || rm -f "$err"
@@ -353,7 +369,7 @@ run_list() {
 started="$(date -u +%Y-%m-%dT%H:%MZ)"
 if [ "$report_only" = 0 ] && [ "$run_nccl" = 1 ]; then
     nccl="$corpus/nccl"
-    if [ ! -f "$nccl/libnccl.so.2" ]; then
+    if [ ! -f "$nccl/libnccl.so.2" ] && ! compgen -G "$nccl/cubins/*.cubin" > /dev/null; then
         SKIP_TRITON=1 SKIP_CUTE=1 "$repo/scripts/vendor-ptx-corpus.sh" || true
     fi
     if ! compgen -G "$nccl/cubins/*.cubin" > /dev/null; then
@@ -380,6 +396,11 @@ if [ "$report_only" = 0 ] && [ "$run_fi" = 1 ]; then
     wheel="$(ls "$corpus"/wheels/flashinfer_cubin-*.whl 2> /dev/null | tail -n 1)"
     if [ -n "$wheel" ]; then
         "$python" "$helper" sample "$wheel" "$sample" "$fi_dir/cubins" "$fi_dir/list.txt" "$fi_all"
+        run_list "$fi_dir/sass" "$fi_dir/list.txt"
+    elif compgen -G "$fi_dir/cubins/*.cubin" > /dev/null; then
+        # no wheel here (a machine without network): lint the cubins extracted before
+        ls "$fi_dir"/cubins/*.cubin > "$fi_dir/list.txt"
+        log "flashinfer: no wheel; linting the $(wc -l < "$fi_dir/list.txt") cubins already in $fi_dir/cubins"
         run_list "$fi_dir/sass" "$fi_dir/list.txt"
     fi
 fi
