@@ -28,6 +28,12 @@ pub(crate) enum Format {
     Short,
     /// One JSON document (see docs/json-output.md).
     Json,
+    /// JSON Lines: one diagnostic a line, each with `version` (see docs/json-output.md).
+    Jsonl,
+    /// SARIF 2.1.0, for GitHub code scanning and other SARIF viewers (see docs/ci.md).
+    Sarif,
+    /// GitHub Actions workflow commands, shown as annotations on the pull request.
+    Github,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -53,6 +59,10 @@ pub(crate) struct CheckArgs {
     pub paths: Vec<PathBuf>,
     #[arg(long, value_enum)]
     pub format: Option<Format>,
+    /// Where `short`, `github` and `sarif` point a finding: the original `.cu`/`.py` line (from
+    /// `.loc` or `nvdisasm -g` line info) when known, or always the PTX/SASS input.
+    #[arg(long, value_enum, default_value = "source")]
+    pub locations: render::Locations,
     #[arg(long, value_enum, default_value = "auto")]
     pub color: ColorChoice,
     /// Enable only these rules or categories (comma-separated; `all` for every rule).
@@ -186,11 +196,12 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
                 && std::env::var_os("NO_COLOR").is_none()
         }
     };
-    let rendered = match format {
-        Format::Rich => render::rich(&db, &diagnostics, color),
-        Format::Short => render::short(&db, &diagnostics),
-        Format::Json => render::json(&db, &diagnostics),
+    let render_options = render::Options {
+        color,
+        locations: args.locations,
+        base_dir: std::env::current_dir().ok(),
     };
+    let rendered = render::render(format, &db, &diagnostics, &render_options);
     let mut stdout = std::io::stdout().lock();
     if let Err(err) = stdout.write_all(rendered.as_bytes()).and_then(|()| stdout.flush()) {
         if err.kind() == std::io::ErrorKind::BrokenPipe {
