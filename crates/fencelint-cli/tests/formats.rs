@@ -1,0 +1,359 @@
+//! Every output format on one small set of inputs: snapshots of what each format prints,
+//! validation of the JSON and SARIF output against their schemas, and where `--locations`
+//! points findings.
+//!
+//! Snapshots live in `tests/snapshots/`; regenerate them with `cargo insta review` (or
+//! `INSTA_UPDATE=always cargo test -p fencelint-cli --test formats`) and read the diff.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// A PTX file without line info, compiler PTX with `.loc` lines, and `nvdisasm -g` SASS with
+/// addresses and source lines; and a missing file, for an `input-error`.
+const INPUTS: &[&str] = &[
+    "fixtures/ptx/acquire-in-poll-loop/acquire_poll.ptx",
+    "fixtures/compiled/sm_90a/spin_poll.ptx",
+    "fixtures/compiled/sm_90a/spin_poll.nvdisasm.sass",
+    "fixtures/missing/does-not-exist.ptx",
+];
+
+/// Only one rule, so that the snapshots stay small and change only when it does.
+const RULE: &str = "acquire-in-poll-loop";
+
+/// The SARIF schema, relative to the repository root.
+const SARIF_SCHEMA: &str = "../shared/schemas/sarif-schema-2.1.0.json";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn fencelint(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fencelint"))
+        .args(args)
+        .current_dir(repo())
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("run fencelint")
+}
+
+/// Runs `check` on [`INPUTS`] with [`RULE`] in `format`, plus `extra` arguments; returns stdout.
+fn check(format: &str, extra: &[&str]) -> String {
+    let mut args = vec!["check", "--quiet", "--format", format, "--select", RULE];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(INPUTS);
+    let out = fencelint(&args);
+    // The missing file makes it an input error.
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|err| panic!("invalid JSON ({err}):\n{text}"))
+}
+
+#[test]
+fn rich_snapshot() {
+    insta::assert_snapshot!("rich", check("rich", &["--color", "never"]));
+}
+
+#[test]
+fn short_snapshot() {
+    insta::assert_snapshot!("short", check("short", &[]));
+}
+
+#[test]
+fn json_snapshot() {
+    insta::assert_snapshot!("json", check("json", &[]));
+}
+
+#[test]
+fn jsonl_snapshot() {
+    insta::assert_snapshot!("jsonl", check("jsonl", &[]));
+}
+
+#[test]
+fn github_snapshot() {
+    insta::assert_snapshot!("github", check("github", &[]));
+}
+
+#[test]
+fn sarif_snapshot() {
+    let mut log = json(&check("sarif", &[]));
+    insta::assert_snapshot!("sarif", pretty(stable_sarif(&mut log)));
+}
+
+/// The SARIF log without what changes with every rule added or documented: the tool version,
+/// the descriptors of rules that no result uses, the rule documents, and rule indexes (checked
+/// here instead).
+fn stable_sarif(log: &mut Value) -> &Value {
+    let run = &mut log["runs"][0];
+    let rules = run["tool"]["driver"]["rules"].as_array().expect("rules").clone();
+    let mut used = Vec::new();
+    for result in run["results"].as_array_mut().expect("results") {
+        let index = result["ruleIndex"].as_u64().expect("ruleIndex") as usize;
+        assert_eq!(rules[index]["id"], result["ruleId"], "ruleIndex points at the rule");
+        result["ruleIndex"] = Value::from("[index]");
+        used.push(result["ruleId"].as_str().unwrap().to_owned());
+    }
+    let driver = &mut run["tool"]["driver"];
+    assert_eq!(driver["version"], env!("CARGO_PKG_VERSION"));
+    for key in ["version", "semanticVersion", "fullName"] {
+        driver[key] = Value::from("[version]");
+    }
+    let mut kept = Vec::new();
+    for mut rule in rules {
+        let id = rule["id"].as_str().unwrap().to_owned();
+        if !used.contains(&id) {
+            continue;
+        }
+        if rule.get("help").is_some() {
+            let doc = &rule["help"]["markdown"];
+            assert!(doc.as_str().unwrap().starts_with(&format!("# {id}\n")), "{id}");
+            let what = rule["fullDescription"]["markdown"].as_str().unwrap();
+            assert!(!what.is_empty() && !what.contains('\n'), "{id}: {what}");
+            rule["help"] = Value::from(format!("[rules/{id}.md]"));
+            rule["fullDescription"] = Value::from(format!("[What it does, rules/{id}.md]"));
+            rule["shortDescription"] = Value::from("[summary]");
+        }
+        kept.push(rule);
+    }
+    driver["rules"] = Value::from(kept);
+    log
+}
+
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap() + "\n"
+}
+
+#[test]
+fn sarif_declares_every_rule_and_tool_code() {
+    let log = json(&check("sarif", &[]));
+    let driver = &log["runs"][0]["tool"]["driver"];
+    assert_eq!(driver["name"], "fencelint");
+    assert!(driver["informationUri"].as_str().unwrap().starts_with("https://"));
+    let ids: Vec<&str> =
+        driver["rules"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    for code in ["parse-error", "input-error", "analysis-incomplete", "internal-error"] {
+        assert!(ids.contains(&code), "{code} missing from {ids:?}");
+    }
+    let rules = fencelint(&["rules"]);
+    let listing = String::from_utf8_lossy(&rules.stdout);
+    for line in listing.lines().skip(1) {
+        let mut fields = line.split_whitespace();
+        let name = fields.next().unwrap();
+        let default = fields.nth(1).unwrap();
+        let rule = driver["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == name)
+            .unwrap_or_else(|| panic!("{name} missing from the SARIF rules"));
+        let level = if default == "off" { "none" } else { default };
+        assert_eq!(rule["defaultConfiguration"]["level"], level, "{name}");
+        assert!(rule["properties"]["category"].is_string(), "{name}");
+    }
+}
+
+/// Reads the official SARIF schema, or says where it looked. With
+/// `FENCELINT_SARIF_SCHEMA_OPTIONAL=1` a missing schema skips the test instead (CI has it).
+fn sarif_schema() -> Option<Value> {
+    let path = repo().join(SARIF_SCHEMA);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Some(json(&text)),
+        Err(err)
+            if std::env::var_os("FENCELINT_SARIF_SCHEMA_OPTIONAL").is_some_and(|v| v == "1") =>
+        {
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!(
+                    "skipped: the SARIF 2.1.0 schema is not at {} ({err}); \
+                     FENCELINT_SARIF_SCHEMA_OPTIONAL=1 is set",
+                    path.display()
+                );
+            }
+            None
+        }
+        Err(err) => panic!(
+            "the SARIF 2.1.0 schema is not at {} ({err}): put the official \
+             sarif-schema-2.1.0.json there, or set FENCELINT_SARIF_SCHEMA_OPTIONAL=1 to skip this test",
+            path.display()
+        ),
+    }
+}
+
+fn assert_valid(schema: &Value, instance: &Value, what: &str) {
+    let validator = jsonschema::validator_for(schema).expect("a valid schema");
+    let errors: Vec<String> = validator
+        .iter_errors(instance)
+        .map(|err| format!("{} at {}", err, err.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{what} does not match its schema:\n{}", errors.join("\n"));
+}
+
+#[test]
+fn sarif_output_matches_the_official_schema() {
+    let Some(schema) = sarif_schema() else { return };
+    for locations in ["source", "input"] {
+        let log = json(&check("sarif", &["--locations", locations]));
+        assert_valid(&schema, &log, &format!("SARIF with --locations {locations}"));
+    }
+    // A clean run still has a run with the tool and an empty list of results.
+    let clean = fencelint(&[
+        "check",
+        "--quiet",
+        "--format",
+        "sarif",
+        "--select",
+        "spin-poll-without-acquire",
+        "fixtures/ptx/spin-poll-without-acquire/clean_acquire_poll.ptx",
+    ]);
+    assert_eq!(clean.status.code(), Some(0), "{}", String::from_utf8_lossy(&clean.stdout));
+    let log = json(&String::from_utf8_lossy(&clean.stdout));
+    assert_eq!(log["runs"][0]["results"], Value::Array(Vec::new()));
+    assert_valid(&schema, &log, "SARIF of a clean run");
+}
+
+/// The published output schema, made strict: an object may hold only the properties that the
+/// schema documents, so that a field added to the output without documentation fails here.
+fn strict_output_schema() -> Value {
+    fn close(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                if map.contains_key("properties") {
+                    map.insert("additionalProperties".to_owned(), Value::Bool(false));
+                }
+                map.values_mut().for_each(close);
+            }
+            Value::Array(items) => items.iter_mut().for_each(close),
+            _ => {}
+        }
+    }
+    let text = std::fs::read_to_string(repo().join("docs/fencelint-output.schema.json"))
+        .expect("docs/fencelint-output.schema.json");
+    let mut schema = json(&text);
+    close(&mut schema);
+    schema
+}
+
+#[test]
+fn json_output_matches_its_published_schema() {
+    let schema = strict_output_schema();
+    let document = json(&check("json", &[]));
+    assert!(!document["diagnostics"].as_array().unwrap().is_empty());
+    assert_valid(&schema, &document, "--format json");
+
+    // Every JSON Lines line is a `#/$defs/line`: the same object as in the document, plus
+    // `version`.
+    let mut line_schema = schema.clone();
+    let defs = line_schema["$defs"].clone();
+    line_schema = serde_json::json!({
+        "$schema": schema["$schema"],
+        "$ref": "#/$defs/line",
+        "$defs": defs,
+    });
+    let lines = check("jsonl", &[]);
+    let items = document["diagnostics"].as_array().unwrap();
+    assert_eq!(lines.lines().count(), items.len());
+    for (line, item) in lines.lines().zip(items) {
+        let mut value = json(line);
+        assert_valid(&line_schema, &value, "a --format jsonl line");
+        assert_eq!(value["version"], document["version"]);
+        value.as_object_mut().unwrap().remove("version");
+        assert_eq!(&value, item, "a jsonl line is the json diagnostic");
+    }
+}
+
+/// The lines of `text` that mention `needle`.
+fn lines_with<'a>(text: &'a str, needle: &str) -> Vec<&'a str> {
+    text.lines().filter(|line| line.contains(needle)).collect()
+}
+
+#[test]
+fn locations_source_points_at_the_cu_line_and_input_at_the_ptx() {
+    // Short: the compiled PTX finding moves from its `.loc` line to the PTX line; the finding
+    // in PTX without line info stays where it is.
+    let source = check("short", &[]);
+    let input = check("short", &["--locations", "input"]);
+    assert_eq!(source, check("short", &["--locations", "source"]), "source is the default");
+    let ptx = "`ld.acquire.gpu.global.u32` acquires";
+    assert_eq!(
+        lines_with(&source, ptx),
+        ["fixtures/kernels/spin_poll.cu:28:5: warning[acquire-in-poll-loop]: \
+         `ld.acquire.gpu.global.u32` acquires on every iteration of a spin loop"]
+    );
+    assert_eq!(
+        lines_with(&input, ptx),
+        ["fixtures/compiled/sm_90a/spin_poll.ptx:487:2: warning[acquire-in-poll-loop]: \
+         `ld.acquire.gpu.global.u32` acquires on every iteration of a spin loop"]
+    );
+    let plain = "acquire_poll.ptx";
+    assert_eq!(lines_with(&source, plain), lines_with(&input, plain));
+    assert_eq!(lines_with(&source, plain).len(), 2);
+    assert!(!input.contains(".cu:"), "{input}");
+
+    // GitHub: the same places; with input, every annotation has an end.
+    let github = check("github", &["--locations", "input"]);
+    assert!(!github.contains(".cu,"), "{github}");
+    assert!(github.lines().all(|line| line.contains("endLine=")), "{github}");
+    let github = check("github", &[]);
+    assert!(github.contains("file=fixtures/kernels/spin_poll.cu,line=28,col=5,title="), "{github}");
+
+    // Rich keeps the PTX/SASS snippet either way, with a `source:` note only for `source`.
+    let rich_source = check("rich", &["--color", "never"]);
+    let rich_input = check("rich", &["--color", "never", "--locations", "input"]);
+    assert!(rich_source.contains("= source: fixtures/kernels/spin_poll.cu:28:5"), "{rich_source}");
+    assert!(rich_source.contains("fixtures/compiled/sm_90a/spin_poll.ptx:487:2"));
+    assert!(!rich_input.contains("source:"), "{rich_input}");
+    assert!(rich_input.contains("fixtures/compiled/sm_90a/spin_poll.ptx:487:2"));
+
+    // JSON carries both locations and does not depend on `--locations`.
+    assert_eq!(check("json", &[]), check("json", &["--locations", "input"]));
+}
+
+#[test]
+fn sarif_locations_source_and_input() {
+    let find = |log: &Value, kernel: &str| -> Value {
+        log["runs"][0]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["locations"][0]["logicalLocations"][0]["name"] == kernel)
+            .unwrap_or_else(|| panic!("no result in `{kernel}`"))
+            .clone()
+    };
+    let source = json(&check("sarif", &[]));
+    let input = json(&check("sarif", &["--locations", "input"]));
+
+    // SASS with `nvdisasm -g` line info: the primary location is the `.cu` line, and the SASS
+    // instruction (with its address) is the first related location.
+    let mapped = find(&source, "poll_acquire");
+    let primary = &mapped["locations"][0]["physicalLocation"];
+    assert_eq!(primary["artifactLocation"]["uri"], "fixtures/kernels/spin_poll.cu");
+    assert_eq!(primary["region"]["startLine"], 28);
+    assert!(primary.get("address").is_none());
+    let sass = &mapped["relatedLocations"][0]["physicalLocation"];
+    assert_eq!(sass["artifactLocation"]["uri"], "fixtures/compiled/sm_90a/spin_poll.nvdisasm.sass");
+    assert_eq!(sass["address"]["absoluteAddress"], 0x40);
+    assert_eq!(sass["region"]["startLine"], 226);
+
+    // With input, the SASS instruction is the primary location, with every region field.
+    let unmapped = find(&input, "poll_acquire");
+    let primary = &unmapped["locations"][0]["physicalLocation"];
+    assert_eq!(
+        primary["artifactLocation"]["uri"],
+        "fixtures/compiled/sm_90a/spin_poll.nvdisasm.sass"
+    );
+    assert_eq!(primary["address"]["absoluteAddress"], 0x40);
+    for key in ["startLine", "startColumn", "endLine", "endColumn", "byteOffset", "byteLength"] {
+        assert!(primary["region"][key].is_u64(), "{key} in {primary}");
+    }
+    let related = unmapped["relatedLocations"].as_array().unwrap();
+    assert!(related.iter().all(|r| {
+        r["physicalLocation"]["artifactLocation"]["uri"]
+            == "fixtures/compiled/sm_90a/spin_poll.nvdisasm.sass"
+    }));
+    assert_eq!(mapped["partialFingerprints"], unmapped["partialFingerprints"]);
+    assert!(mapped["partialFingerprints"]["fencelintFingerprint/v1"].is_string());
+}
