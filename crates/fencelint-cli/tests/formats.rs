@@ -357,3 +357,22 @@ fn sarif_locations_source_and_input() {
     assert_eq!(mapped["partialFingerprints"], unmapped["partialFingerprints"]);
     assert!(mapped["partialFingerprints"]["fencelintFingerprint/v1"].is_string());
 }
+
+/// Every `formats__*.snap` file belongs to a test above (no cargo-insta needed to find orphans).
+#[test]
+fn no_orphan_snapshots() {
+    const SNAPSHOTS: &[&str] = &["rich", "short", "json", "jsonl", "github", "sarif"];
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
+    let mut orphans = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("tests/snapshots") {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let Some(snapshot) = name.strip_prefix("formats__").and_then(|n| n.strip_suffix(".snap"))
+        else {
+            continue;
+        };
+        if !SNAPSHOTS.contains(&snapshot) {
+            orphans.push(name);
+        }
+    }
+    assert!(orphans.is_empty(), "snapshots without a test in formats.rs: {orphans:?}");
+}

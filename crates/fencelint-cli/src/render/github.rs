@@ -100,6 +100,29 @@ mod tests {
     }
 
     #[test]
+    fn a_source_line_without_column_has_no_col_and_no_end() {
+        use fencelint_diagnostics::Label;
+        use fencelint_source::{SourceLocation, TextRange};
+
+        let mut db = SourceDb::new();
+        let file = db.add("/repo/build/k.ptx", "\n  ld.acquire.gpu.u32 %r1, [%rd1];\n");
+        let source = SourceLocation { file: "src/k,1.cu".to_owned(), line: 7, column: 0 };
+        let label = Label::new(file, TextRange::new(3, 32), "").with_source(Some(source));
+        let diagnostic = Diagnostic::new("some-rule", Severity::Note, "50% of `x`", label);
+        let paths = Paths { base_dir: Some(std::path::Path::new("/repo")) };
+        assert_eq!(
+            annotations(&db, std::slice::from_ref(&diagnostic), Locations::Source, &paths),
+            "::notice file=src/k%2C1.cu,line=7,title=fencelint(some-rule)::50%25 of `x`\
+             %0Ainput: build/k.ptx:2:3\n"
+        );
+        assert_eq!(
+            annotations(&db, &[diagnostic], Locations::Input, &paths),
+            "::notice file=build/k.ptx,line=2,col=3,endLine=2,endColumn=32,\
+             title=fencelint(some-rule)::50%25 of `x`\n"
+        );
+    }
+
+    #[test]
     fn properties_also_escape_colon_and_comma() {
         assert_eq!(escape_property("C:\\a,b%\n"), "C%3A\\a%2Cb%25%0A");
     }
