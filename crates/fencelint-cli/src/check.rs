@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use fencelint_diagnostics::{Diagnostic, Label, Severity, codes};
-use fencelint_linter::{LintOutput, RuleSelection, Settings};
+use fencelint_linter::{LintOutput, RuleSelection};
 use fencelint_source::{FileId, SourceDb, TextRange};
 use rayon::prelude::*;
 
@@ -19,6 +19,11 @@ use crate::render;
 pub(crate) mod binary;
 #[path = "tools.rs"]
 mod tools;
+// Configuration and baselines decide what a run reports.
+#[path = "baseline.rs"]
+mod baseline;
+#[path = "config.rs"]
+mod config;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Format {
@@ -71,9 +76,21 @@ pub(crate) struct CheckArgs {
     /// Disable these rules or categories (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub ignore: Vec<String>,
-    /// The lowest severity that makes the exit code 1.
-    #[arg(long, value_enum, default_value = "warning")]
-    pub fail_level: FailLevel,
+    /// The lowest severity that makes the exit code 1 [default: warning].
+    #[arg(long, value_enum)]
+    pub fail_level: Option<FailLevel>,
+    /// Read this configuration instead of finding `fencelint.toml` (see docs/configuration.md).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_config")]
+    pub config: Option<PathBuf>,
+    /// Read no `fencelint.toml`.
+    #[arg(long)]
+    pub no_config: bool,
+    /// Hide the findings recorded in this baseline file.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Write the findings of this run to a baseline file (and hide them in this run).
+    #[arg(long, value_name = "FILE")]
+    pub write_baseline: Option<PathBuf>,
     /// No summary line on stderr.
     #[arg(long, short)]
     pub quiet: bool,
@@ -90,19 +107,39 @@ pub(crate) struct CheckArgs {
 
 pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     let started = Instant::now();
-    let settings =
-        match (RuleSelection { select: args.select.clone(), ignore: args.ignore.clone() })
-            .apply(Settings::default())
-        {
-            Ok(settings) => settings,
+    let config = if args.no_config {
+        Ok(None)
+    } else {
+        config::discover(args.config.as_deref(), &args.paths)
+    };
+    let config = match config {
+        Ok(config) => config.unwrap_or_default(),
+        Err(err) => {
+            eprintln!("error: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let cli_selection = RuleSelection { select: args.select.clone(), ignore: args.ignore.clone() };
+    let settings = match config.settings(&cli_selection) {
+        Ok(settings) => settings,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let baseline = match &args.baseline {
+        Some(path) if args.write_baseline.is_none() => match baseline::read(path) {
+            Ok(baseline) => Some(baseline),
             Err(err) => {
                 eprintln!("error: {err}");
                 return ExitCode::from(2);
             }
-        };
+        },
+        _ => None,
+    };
 
     let mut archs = Vec::new();
-    for arch in &args.arch {
+    for arch in if args.arch.is_empty() { &config.arch } else { &args.arch } {
         let Some(number) = binary::parse_arch(arch) else {
             eprintln!("error: `--arch {arch}` is not an architecture like `sm_90` or `sm_100a`");
             return ExitCode::from(2);
@@ -177,11 +214,26 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
             fencelint_linter::lint_text(file, db.file(file).text(), kind, &settings)
         })
         .collect();
+    let mut n_suppressed = 0usize;
     for output in outputs {
         n_kernels += output.functions;
+        n_suppressed += output.suppressed;
         diagnostics.extend(output.diagnostics);
     }
     fencelint_diagnostics::sort(&mut diagnostics);
+    let n_ignored = config.filter(&db, &mut diagnostics);
+    let baseline = match &args.write_baseline {
+        Some(path) => {
+            let written = baseline::build(&db, &diagnostics);
+            if let Err(err) = std::fs::write(path, baseline::to_json(&written)) {
+                eprintln!("error: cannot write the baseline `{}`: {err}", path.display());
+                return ExitCode::from(2);
+            }
+            Some(baseline::Baseline::of(&db, &diagnostics))
+        }
+        None => baseline,
+    };
+    let n_baselined = baseline.as_ref().map(|b| b.filter(&mut diagnostics));
 
     let format = args.format.unwrap_or(if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         Format::Rich
@@ -226,11 +278,24 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
             plural(count(Severity::Note)),
             started.elapsed().as_secs_f64()
         );
+        if n_suppressed > 0 || n_ignored > 0 || n_baselined.is_some() {
+            let mut hidden = Vec::new();
+            if n_suppressed > 0 {
+                hidden.push(format!("{n_suppressed} suppressed inline"));
+            }
+            if n_ignored > 0 {
+                hidden.push(format!("{n_ignored} ignored by the configuration"));
+            }
+            if let Some(n) = n_baselined {
+                hidden.push(format!("{n} hidden by the baseline"));
+            }
+            eprintln!("fencelint: {}", hidden.join(", "));
+        }
     }
     if errored {
         return ExitCode::from(2);
     }
-    let threshold = match args.fail_level {
+    let threshold = match args.fail_level.or(config.fail_level).unwrap_or(FailLevel::Warning) {
         FailLevel::Note => Some(Severity::Note),
         FailLevel::Warning => Some(Severity::Warning),
         FailLevel::Error => Some(Severity::Error),

@@ -84,6 +84,9 @@ pub mod codes {
     pub const ANALYSIS_INCOMPLETE: &str = "analysis-incomplete";
     /// A rule panicked; the message names the rule and the kernel.
     pub const INTERNAL_ERROR: &str = "internal-error";
+    /// An inline `// fencelint: allow(...)` suppression that suppressed nothing, names an unknown
+    /// rule, or cannot be read.
+    pub const UNUSED_SUPPRESSION: &str = "unused-suppression";
 }
 
 /// One finding.

@@ -4,6 +4,7 @@
 //! per-function analyses (`fencelint-cfg`) → rules (`fencelint-rules`). No IO happens here.
 
 mod settings;
+pub mod suppress;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -15,6 +16,7 @@ use fencelint_rules::FunctionCx;
 use fencelint_source::{FileId, TextRange};
 use rayon::prelude::*;
 pub use settings::{RuleSelection, SelectionError, Settings};
+pub use suppress::{FunctionSpan, Suppressions};
 
 /// What linting one input produced.
 #[derive(Debug, Default)]
@@ -23,6 +25,8 @@ pub struct LintOutput {
     /// Kernels and device functions seen.
     pub functions: usize,
     pub instructions: usize,
+    /// Findings removed by inline `// fencelint: allow(...)` suppressions.
+    pub suppressed: usize,
 }
 
 impl LintOutput {
@@ -30,13 +34,32 @@ impl LintOutput {
         self.diagnostics.extend(other.diagnostics);
         self.functions += other.functions;
         self.instructions += other.instructions;
+        self.suppressed += other.suppressed;
     }
 }
 
 /// Lints one text of a known kind. `file` is the id the caller registered the text under.
+/// Inline suppressions in the text (see [`suppress`]) are applied to the findings.
 pub fn lint_text(file: FileId, text: &str, kind: InputKind, settings: &Settings) -> LintOutput {
     let lowered = fencelint_lower::lower(file, text, kind, 0);
-    lint_lowered(lowered, settings)
+    let functions: Vec<FunctionSpan> = if text.contains("fencelint:") {
+        lowered
+            .modules
+            .iter()
+            .flat_map(|module| &module.functions)
+            .map(|func| FunctionSpan { name: func.name.clone(), range: func.range })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut suppressions = Suppressions::parse(text, &functions);
+    let mut output = lint_lowered(lowered, settings);
+    if !suppressions.is_empty() {
+        output.suppressed =
+            suppressions.apply(file, kind.dialect(), &mut output.diagnostics, settings);
+        fencelint_diagnostics::sort(&mut output.diagnostics);
+    }
+    output
 }
 
 /// The PTX-versus-SASS reorder audit (`ptxas-reordered-across-wait`), for callers that hold a

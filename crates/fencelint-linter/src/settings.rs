@@ -2,13 +2,15 @@
 
 use std::fmt;
 
-use fencelint_diagnostics::Severity;
+use fencelint_diagnostics::{Severity, codes};
 use fencelint_rules::{Category, Rule, all_rules, find_rule};
 
 /// The resolved rule set of a run.
 #[derive(Clone)]
 pub struct Settings {
     rules: Vec<(&'static dyn Rule, Severity)>,
+    /// The severity of `unused-suppression` diagnostics; `None` turns them off.
+    unused_suppression: Option<Severity>,
 }
 
 impl Default for Settings {
@@ -18,7 +20,7 @@ impl Default for Settings {
             .iter()
             .filter_map(|&rule| rule.meta().default_severity().map(|s| (rule, s)))
             .collect();
-        Self { rules }
+        Self { rules, unused_suppression: Some(Severity::Warning) }
     }
 }
 
@@ -36,7 +38,7 @@ impl Settings {
             .iter()
             .map(|&rule| (rule, rule.meta().default_severity().unwrap_or(Severity::Warning)))
             .collect();
-        Self { rules }
+        Self { rules, unused_suppression: Some(Severity::Warning) }
     }
 
     /// Exactly the named rules.
@@ -47,7 +49,7 @@ impl Settings {
                 find_rule(name).ok_or_else(|| SelectionError::UnknownRule((*name).into()))?;
             rules.push((rule, rule.meta().default_severity().unwrap_or(Severity::Warning)));
         }
-        Ok(Self { rules })
+        Ok(Self { rules, unused_suppression: Some(Severity::Warning) })
     }
 
     pub fn enabled(&self) -> impl Iterator<Item = (&'static dyn Rule, Severity)> + '_ {
@@ -56,6 +58,46 @@ impl Settings {
 
     pub fn is_enabled(&self, name: &str) -> bool {
         self.rules.iter().any(|(r, _)| r.meta().name == name)
+    }
+
+    /// The severity of `unused-suppression` diagnostics, or `None` when they are off.
+    pub fn unused_suppression(&self) -> Option<Severity> {
+        self.unused_suppression
+    }
+
+    /// Sets the severity of `unused-suppression` diagnostics; `None` turns them off.
+    pub fn set_unused_suppression(&mut self, severity: Option<Severity>) {
+        self.unused_suppression = severity;
+    }
+
+    /// Sets the severity of every enabled rule that `selector` (a rule, a category or `all`)
+    /// names; `None` turns them off. A rule named on its own is enabled when it was off; a
+    /// category or `all` changes only the rules that are already enabled.
+    pub fn set_severity_of(
+        &mut self,
+        selector: &str,
+        severity: Option<Severity>,
+    ) -> Result<(), SelectionError> {
+        if selector == codes::UNUSED_SUPPRESSION {
+            self.unused_suppression = severity;
+            return Ok(());
+        }
+        if let Some(rule) = find_rule(selector) {
+            self.set_severity(rule, severity);
+            return Ok(());
+        }
+        let names: Vec<_> = matching(selector)?.iter().map(|r| r.meta().name).collect();
+        match severity {
+            Some(severity) => {
+                for (rule, level) in &mut self.rules {
+                    if names.contains(&rule.meta().name) {
+                        *level = severity;
+                    }
+                }
+            }
+            None => self.rules.retain(|(r, _)| !names.contains(&r.meta().name)),
+        }
+        Ok(())
     }
 
     /// Sets the severity of one rule, enabling it when off.
@@ -69,6 +111,9 @@ impl Settings {
 }
 
 /// `--select`/`--ignore` style selection: rule names, category names, or `all`.
+///
+/// `unused-suppression` may be named too: ignoring it turns the unused-suppression report off;
+/// selecting it changes nothing (it is on unless ignored).
 #[derive(Clone, Debug, Default)]
 pub struct RuleSelection {
     pub select: Vec<String>,
@@ -109,6 +154,9 @@ impl RuleSelection {
         if !self.select.is_empty() {
             let mut chosen: Vec<&'static dyn Rule> = Vec::new();
             for selector in &self.select {
+                if selector == codes::UNUSED_SUPPRESSION {
+                    continue;
+                }
                 chosen.extend(matching(selector)?);
             }
             base.rules = chosen
@@ -128,6 +176,10 @@ impl RuleSelection {
             base.rules.dedup_by_key(|(r, _)| r.meta().name);
         }
         for selector in &self.ignore {
+            if selector == codes::UNUSED_SUPPRESSION {
+                base.unused_suppression = None;
+                continue;
+            }
             let names: Vec<_> = matching(selector)?.iter().map(|r| r.meta().name).collect();
             base.rules.retain(|(r, _)| !names.contains(&r.meta().name));
         }
