@@ -345,6 +345,34 @@ fn unused_and_unknown_suppressions_are_reported() {
     );
 }
 
+#[test]
+fn suppressions_work_in_sass_text() {
+    const SASS: &str = "fixtures/sass/spin-poll-without-acquire/atomic_poll_uniform_branch.sass";
+    const EXPECT: &str = "   // expect: [spin-poll-without-acquire] \"relaxed atomic\"";
+    let text = fs::read_to_string(repo().join(SASS)).unwrap();
+    assert!(text.contains(EXPECT));
+    let dir = workspace(&[], None);
+
+    let line = text.replace(EXPECT, " // fencelint: allow(spin-poll-without-acquire)");
+    fs::write(dir.path().join("k.sass"), line).unwrap();
+    let out = run_in(dir.path(), &["check", "--format", "short", "k.sass"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stderr(&out).contains("1 suppressed inline"), "{}", stderr(&out));
+
+    let function = text.replace(EXPECT, "").replace(
+        "\t\tFunction : atomic_poll",
+        "\t\t// fencelint: allow-function(spin-poll-without-acquire)\n\t\tFunction : atomic_poll",
+    );
+    fs::write(dir.path().join("k.sass"), function).unwrap();
+    let out = run_in(dir.path(), &["check", "--format", "short", "k.sass"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+
+    let without = text.replace(EXPECT, "");
+    fs::write(dir.path().join("k.sass"), without).unwrap();
+    let out = run_in(dir.path(), &["check", "--format", "short", "k.sass"]);
+    assert_eq!(out.status.code(), Some(1), "the finding is there without the comment");
+}
+
 // ---------------------------------------------------------------------------
 // Baselines
 

@@ -523,6 +523,40 @@ mod tests {
     }
 
     #[test]
+    fn lint_text_applies_suppressions_and_reports_unused_ones() {
+        let text = include_str!("../../../fixtures/ptx/spin-poll-without-acquire/relaxed_poll.ptx");
+        let expect = text.find(" // expect:").unwrap();
+        let line_end = expect + text[expect..].find('\n').unwrap();
+        let base = format!("{}{}", &text[..expect], &text[line_end..]);
+        let lint = |text: &str| {
+            let output =
+                crate::lint_text(FileId(0), text, crate::InputKind::Ptx, &Settings::default());
+            let rules: Vec<_> = output.diagnostics.iter().map(|d| d.rule.clone()).collect();
+            (rules, output.suppressed)
+        };
+        assert_eq!(lint(&base), (vec!["spin-poll-without-acquire".to_owned()], 0));
+
+        let read = "    ld.global.u32 %r2, [%rd2];";
+        let suppressed =
+            base.replace(read, &format!("{read} // fencelint: allow(spin-poll-without-acquire)"));
+        assert_eq!(lint(&suppressed), (vec![], 1));
+
+        let wrong_line = base.replace(
+            "    st.global.u32",
+            "    st.global.u32 [%rd3], %r2; // fencelint: allow(spin-poll-without-acquire)\n    // ",
+        );
+        assert_eq!(
+            lint(&wrong_line),
+            (vec!["spin-poll-without-acquire".to_owned(), codes::UNUSED_SUPPRESSION.to_owned()], 0)
+        );
+
+        let mut quiet = Settings::default();
+        quiet.set_unused_suppression(None);
+        let output = crate::lint_text(FileId(0), &wrong_line, crate::InputKind::Ptx, &quiet);
+        assert_eq!(output.diagnostics.len(), 1);
+    }
+
+    #[test]
     fn typos_get_the_closest_rule() {
         assert_eq!(closest_rule("spin-pol-without-acquire"), Some("spin-poll-without-acquire"));
         assert_eq!(closest_rule("zzz"), None);
