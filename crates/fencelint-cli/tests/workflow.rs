@@ -1,5 +1,8 @@
 //! End-to-end tests of the CI workflow: `fencelint.toml`, inline suppressions and baselines.
 
+// Saying on stderr that a test could not run (no CUDA tools) is the point of the message.
+#![allow(clippy::print_stderr)]
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -187,6 +190,50 @@ fn config_is_found_upwards_from_the_first_input_or_given_explicitly() {
     fs::write(dir.path().join("other.toml"), "[rules]\nselect = [\"correctness\"]\n").unwrap();
     let out = run_in(dir.path(), &["check", "--config", "other.toml", "deep/er/k.ptx"]);
     assert_eq!(out.status.code(), Some(1), "`--config` replaces the discovered file");
+}
+
+#[test]
+fn config_arch_selects_the_cubins_of_binaries() {
+    const FATBIN: &str = "fixtures/compiled/multiarch/spin_poll.fatbin";
+    let dir = workspace(&[], Some("arch = [\"sm_100\"]\n"));
+    let config = dir.path().join("fencelint.toml");
+    let config = config.to_str().unwrap();
+    // Run in the checkout, where the CUDA tools of `.cuda-venv` are found.
+    let out = run_in(
+        &repo(),
+        &["check", "--config", config, "--format", "short", "--locations", "input", FATBIN],
+    );
+    let text = stdout(&out);
+    if text.contains("pip install nvidia-cuda-cuobjdump") {
+        eprintln!(
+            "NOT RUN: `config_arch_selects_the_cubins_of_binaries` needs cuobjdump and nvdisasm"
+        );
+        assert_eq!(out.status.code(), Some(2), "{text}");
+        return;
+    }
+    assert!(text.contains("[spin-poll-without-acquire]"), "{text}");
+    assert!(text.contains("sm_100a"), "{text}");
+    assert!(!text.contains("sm_90a"), "{text}");
+
+    // `--arch` on the command line replaces the file's list.
+    let out = run_in(
+        &repo(),
+        &[
+            "check",
+            "--config",
+            config,
+            "--format",
+            "short",
+            "--locations",
+            "input",
+            "--arch",
+            "sm_90",
+            FATBIN,
+        ],
+    );
+    let text = stdout(&out);
+    assert!(text.contains("sm_90a"), "{text}");
+    assert!(!text.contains("sm_100a"), "{text}");
 }
 
 #[test]
