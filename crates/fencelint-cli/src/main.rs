@@ -3,6 +3,7 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
 
+mod cfg_cmd;
 mod check;
 mod inputs;
 mod render;
@@ -28,6 +29,8 @@ struct Cli {
 enum Command {
     /// Lint PTX and SASS files (directories are searched recursively).
     Check(check::CheckArgs),
+    /// Draw a kernel's control-flow graph with its findings (Graphviz DOT or SVG).
+    Cfg(cfg_cmd::CfgArgs),
     /// List the rules: name, category, default level, dialects.
     Rules,
     /// Print the documentation of a rule.
@@ -48,6 +51,7 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Check(args) => check::run(&args),
+        Command::Cfg(args) => cfg_cmd::run(&args),
         Command::Rules => {
             print_rules();
             ExitCode::SUCCESS
