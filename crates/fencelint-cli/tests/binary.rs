@@ -45,7 +45,8 @@ fn stderr(output: &Output) -> String {
 fn check_with_tools(test: &str, args: &[&str]) -> Option<Output> {
     let mut all = vec!["check"];
     if !args.contains(&"--format") {
-        all.extend(["--format", "short"]);
+        // Findings located in the listing (not the `.cu` line) name the binary and the cubin.
+        all.extend(["--format", "short", "--locations", "input"]);
     }
     all.extend_from_slice(args);
     let out = fencelint(&all);
