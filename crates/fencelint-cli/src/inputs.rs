@@ -75,14 +75,29 @@ fn walk(
     let mut children: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     children.sort();
     for child in children {
+        let ext = child.extension().and_then(|e| e.to_str()).unwrap_or("");
+        let named_input = TEXT_EXTENSIONS.contains(&ext);
         match fs::metadata(&child) {
             Ok(meta) if meta.is_dir() => walk(&child, out, problems, visited),
-            Ok(_) => {
-                let ext = child.extension().and_then(|e| e.to_str()).unwrap_or("");
-                if TEXT_EXTENSIONS.contains(&ext) || is_binary(&child) {
+            // Only regular files are opened: opening a FIFO that nobody writes blocks for ever.
+            Ok(meta) if meta.is_file() => {
+                if named_input || is_binary(&child) {
                     out.insert(InputPath { path: child, explicit: false });
                 }
             }
+            Ok(_) if named_input => problems.push(InputProblem {
+                message: format!(
+                    "`{}` is not a regular file (a FIFO, socket or device); skipped",
+                    child.display()
+                ),
+                path: child,
+            }),
+            Ok(_) => {}
+            // A dangling or looping symbolic link with an input's name.
+            Err(err) if named_input => problems.push(InputProblem {
+                message: format!("cannot read `{}`: {err}", child.display()),
+                path: child,
+            }),
             Err(_) => {}
         }
     }
@@ -176,4 +191,30 @@ pub(crate) fn classify(path: &Path, bytes: &[u8], explicit: bool) -> ReadInput {
 
 fn memchr_nul(bytes: &[u8]) -> Option<usize> {
     bytes.iter().position(|&b| b == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A directory search never opens a FIFO (that blocks for ever when nobody writes to it)
+    /// and names a looping link instead of skipping it silently.
+    #[test]
+    fn a_search_reports_fifos_and_looping_links_without_opening_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe.ptx");
+        let other_fifo = dir.path().join("pipe");
+        for path in [&fifo, &other_fifo] {
+            let status = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+            assert!(status.success());
+        }
+        let link = dir.path().join("self.ptx");
+        std::os::unix::fs::symlink("self.ptx", &link).unwrap();
+        fs::write(dir.path().join("k.ptx"), ".version 8.5\n").unwrap();
+        let (inputs, problems) = collect(&[dir.path().to_path_buf()]);
+        assert_eq!(inputs.len(), 1, "{inputs:?}");
+        let named: Vec<_> = problems.iter().map(|p| p.path.clone()).collect();
+        assert_eq!(named, [fifo, link], "{problems:?}");
+        assert!(problems[0].message.contains("not a regular file"), "{problems:?}");
+    }
 }
