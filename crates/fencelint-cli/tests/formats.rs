@@ -156,10 +156,12 @@ fn sarif_declares_every_rule_and_tool_code() {
     }
 }
 
-/// Reads the official SARIF schema, or says where it looked. With
-/// `FENCELINT_SARIF_SCHEMA_OPTIONAL=1` a missing schema skips the test instead (CI has it).
+/// Reads the official SARIF schema (`FENCELINT_SARIF_SCHEMA`, else `../shared/schemas/` beside
+/// the repository), or says where it looked. With `FENCELINT_SARIF_SCHEMA_OPTIONAL=1` a missing
+/// schema skips the test instead (CI has it).
 fn sarif_schema() -> Option<Value> {
-    let path = repo().join(SARIF_SCHEMA);
+    let path = std::env::var_os("FENCELINT_SARIF_SCHEMA")
+        .map_or_else(|| repo().join(SARIF_SCHEMA), std::path::PathBuf::from);
     match std::fs::read_to_string(&path) {
         Ok(text) => Some(json(&text)),
         Err(err)
