@@ -3,6 +3,7 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
 
+mod audit;
 mod cfg_cmd;
 mod check;
 mod inputs;
@@ -29,6 +30,8 @@ struct Cli {
 enum Command {
     /// Lint PTX and SASS files (directories are searched recursively).
     Check(check::CheckArgs),
+    /// Report memory operations that ptxas moved across a wait, fence or barrier (PTX + SASS).
+    AuditReorder(audit::AuditArgs),
     /// Draw a kernel's control-flow graph with its findings (Graphviz DOT or SVG).
     Cfg(cfg_cmd::CfgArgs),
     /// List the rules: name, category, default level, dialects.
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Check(args) => check::run(&args),
+        Command::AuditReorder(args) => audit::run(&args),
         Command::Cfg(args) => cfg_cmd::run(&args),
         Command::Rules => {
             print_rules();
