@@ -149,7 +149,18 @@ def sass_function(cubin, kernel, disassembler):
     r = subprocess.run([nvd, "-c", "-g", "-fun", kernel, cubin], capture_output=True, text=True)
     if r.returncode == 0 and r.stdout.strip():
         return r.stdout.split("\n")
-    return None
+    # -fun wants a symbol index here: disassemble all and cut out the function's section
+    r = subprocess.run([nvd, "-c", "-g", cubin], capture_output=True, text=True)
+    if r.returncode != 0:
+        return None
+    lines = r.stdout.split("\n")
+    start = None
+    for i, line in enumerate(lines):
+        if start is None and line.strip() == ".text.%s:" % kernel:
+            start = i
+        elif start is not None and line.startswith("//----") and ".text." in line:
+            return lines[start:i]
+    return lines[start:] if start is not None else None
 
 
 def sass_window(d, cache, ctx):
