@@ -96,7 +96,13 @@ fn draw(args: &CfgArgs) -> Result<String, String> {
         .map_err(|err| format!("cannot read `{}`: {err}", args.file.display()))?;
     let read = inputs::classify(&args.file, &bytes, true);
     if let Some((_, message)) = read.fatal {
-        return Err(format!("{}: {message}", args.file.display()));
+        let hint = if bytes.starts_with(b"\x7fELF") {
+            "; disassemble it first (`nvdisasm -c -gp FILE > FILE.sass` or `cuobjdump -sass`) \
+             and draw the text"
+        } else {
+            ""
+        };
+        return Err(format!("{}: {message}{hint}", args.file.display()));
     }
     let kind = read
         .kind
