@@ -497,9 +497,11 @@ fn lint_unit(
         (None, None) => unreachable!("checked before any unit is made"),
     };
     let cwd = path.parent();
+    let mut n_chunks = 0usize;
     let result = tools::run_streaming(tool, &args, cwd, options.timeout, |reader| {
         for chunk in FunctionSplitter::new(reader) {
             let chunk = chunk?;
+            n_chunks += 1;
             let arch = chunk.arch.map(|a| a.to_string()).or_else(|| unit.arch.clone());
             let mut text = String::with_capacity(chunk.text.len() + 24);
             if let Some(arch) = &arch {
@@ -529,6 +531,14 @@ fn lint_unit(
     if let Err(err) = result {
         output.error =
             Some(format!("disassembling `{}` failed: {}", unit.name, err.describe(tool)));
+    } else if n_chunks == 0 {
+        // The tool succeeded but printed nothing that reads as a function: never pass silently.
+        output.error = Some(format!(
+            "no function could be read from the disassembly of `{}`: `{}` exited successfully \
+             but printed no listing fencelint recognises",
+            unit.name,
+            tool.display()
+        ));
     }
     output
 }
