@@ -10,8 +10,7 @@
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 const CUBIN: &str = "fixtures/compiled/sm_90a/spin_poll.cubin";
@@ -20,25 +19,9 @@ const OBJECT: &str = "fixtures/compiled/multiarch/spin_poll.o";
 const PTX: &str = "fixtures/ptx/spin-poll-without-acquire/relaxed_poll.ptx";
 const INSTALL: &str = "pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm";
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
 
-fn fencelint(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fencelint"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("run fencelint")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
+use common::{fencelint, repo, stderr, stdout};
 
 /// Runs `check --format short` on `args`. Returns `None` (after checking the "not found"
 /// error and saying that the test could not run) when no CUDA tool is installed.

@@ -5,32 +5,16 @@
 //! "install graphviz" error instead of passing silently.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Command;
 
 const PTX: &str = "fixtures/ptx/spin-poll-without-acquire/relaxed_poll.ptx";
 const SASS: &str = "fixtures/compiled/sm_90a/fences.cuobjdump.sass";
 const RULE: &str = "spin-poll-without-acquire";
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
 
-fn fencelint(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fencelint"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("run fencelint")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
+use common::{fencelint, repo, stderr, stdout};
 
 /// The line of the DOT text that lists `needle` (block labels are one line each, so this is the
 /// row's cell up to the next row).

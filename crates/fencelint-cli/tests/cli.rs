@@ -1,28 +1,11 @@
 //! End-to-end tests of the `fencelint` program: exit codes, formats, and bad inputs.
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
 
-fn fencelint(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fencelint"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("run fencelint")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
+use common::{fencelint, repo, stderr, stdout};
 
 const BAD: &str = "fixtures/ptx/spin-poll-without-acquire/relaxed_poll.ptx";
 const GOOD: &str = "fixtures/ptx/spin-poll-without-acquire/clean_acquire_poll.ptx";
