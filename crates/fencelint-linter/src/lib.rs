@@ -185,7 +185,8 @@ fn lint_function(
     out
 }
 
+/// The function's header: from its start to its first instruction (empty when it has none).
 fn func_range(func: &Function) -> TextRange {
-    let start = func.insts.first().map_or(func.range.start, |i| i.range.start);
-    TextRange::new(func.range.start.min(start), func.range.start.min(start).max(start))
+    let first = func.insts.first().map_or(func.range.start, |i| i.range.start);
+    TextRange::new(func.range.start, first.max(func.range.start))
 }

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use fencelint_diagnostics::Diagnostic;
 use fencelint_ir::{
     AddrBase, Address, AddressRole, AsyncOp, Barrier, BulkDir, Control, Fence, FenceKind, Function,
-    Guard, Inst, InstId, InstKind, MbarrierOp, MemAccess, Module, MultimemOp, Proxy, Scope, Sem,
+    Guard, Inst, InstId, InstKind, MbarrierOp, MemAccess, Module, MultimemOp, Scope, Sem,
     SourceLocation, Space, Tcgen05Op, TensormapOp, ValueOp, WgmmaOp,
 };
 use fencelint_ptx as ast;
@@ -672,16 +672,4 @@ fn classify_tcgen05(instruction: &ast::Instruction<'_>) -> InstKind {
         _ => return InstKind::Other,
     };
     InstKind::Tcgen05(op)
-}
-
-/// Marks a bulk-tensor or mbarrier access's proxy; kept here so the table of proxies is in one
-/// place.
-pub fn proxy_of(kind: &InstKind) -> Proxy {
-    match kind {
-        InstKind::Async(AsyncOp::Bulk { .. } | AsyncOp::BulkTensor { .. }) => Proxy::Async,
-        InstKind::Tcgen05(Tcgen05Op::Mma | Tcgen05Op::Cp) | InstKind::Wgmma(WgmmaOp::Mma) => {
-            Proxy::Async
-        }
-        _ => Proxy::Generic,
-    }
 }
