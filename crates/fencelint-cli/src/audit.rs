@@ -2,7 +2,7 @@
 //! `nvdisasm -c -gp` listing of the cubin assembled from it (see docs/reorder.md).
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -51,8 +51,11 @@ pub(crate) fn run(args: &AuditArgs) -> ExitCode {
     let producer = cubin_path(args)
         .and_then(|p| std::fs::read(p).ok())
         .and_then(|bytes| reorder::ptxas_version(&bytes));
-    let settings =
-        if args.all_rules { Settings::default() } else { Settings::only(&[]).unwrap_or_default() };
+    let settings = if args.all_rules {
+        Settings::default()
+    } else {
+        Settings::only(&[reorder::RULE]).unwrap_or_default()
+    };
     let mut diagnostics = errors;
     if diagnostics.is_empty() {
         let sass_text = db.file(sass).text();
@@ -101,13 +104,7 @@ pub(crate) fn run(args: &AuditArgs) -> ExitCode {
 }
 
 fn cubin_path(args: &AuditArgs) -> Option<PathBuf> {
-    if let Some(cubin) = &args.cubin {
-        return Some(cubin.clone());
-    }
-    let name = args.sass.file_name()?.to_str()?;
-    let stem = name.strip_suffix(".nvdisasm-gp.sass")?;
-    let cubin = args.sass.parent().unwrap_or(Path::new("")).join(format!("{stem}.cubin"));
-    cubin.is_file().then_some(cubin)
+    args.cubin.clone().or_else(|| crate::check::pairs::cubin_beside(&args.sass))
 }
 
 fn input_error(file: FileId, message: &str) -> Diagnostic {

@@ -6,24 +6,34 @@
 //! disassembled by `nvdisasm -c -g` (or `cuobjdump -sass`) on a thread pool, and the listing is
 //! read as a stream, cut into functions and linted function by function, so that no whole
 //! listing is ever held in memory or written to disk. Only functions with findings are kept.
+//!
+//! A cubin built with `-lineinfo` carries the PTX it was assembled from (section
+//! `.nv_debug_ptx_txt`). Such a cubin is disassembled with `-gp` as well, so that every SASS
+//! instruction names its PTX line, and each function is also checked by the pair rules
+//! (`ptxas-reordered-across-wait`) against that PTX, with the ptxas version from the cubin's
+//! `.note.nv.tkinfo` note.
 
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use fencelint_diagnostics::Diagnostic;
-use fencelint_linter::{InputKind, Settings};
+use fencelint_linter::{InputKind, PairedPtx, Settings, reorder};
 use fencelint_sass::FunctionSplitter;
 use fencelint_source::FileId;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use super::elf::Elf;
 use super::tools::{self, INSTALL_HINT, Tools};
 
 /// The id that diagnostics carry until their text is registered in the database.
-const PLACEHOLDER: FileId = FileId(u32::MAX);
+pub(crate) const PLACEHOLDER: FileId = FileId(u32::MAX);
+
+/// The id of the cubin's own PTX ([`Companion`]) until it is registered.
+pub(crate) const COMPANION: FileId = FileId(u32::MAX - 1);
 
 /// The ELF machine number of CUDA cubins.
 const EM_CUDA: u16 = 190;
@@ -54,11 +64,24 @@ pub(crate) fn parse_arch(text: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
-/// A text with findings: its name, its text and its diagnostics (still on [`PLACEHOLDER`]).
+/// A text with findings: its name, its text and its diagnostics (still on [`PLACEHOLDER`], and
+/// on [`COMPANION`] for labels in the cubin's own PTX).
 pub(crate) struct Finding {
     pub name: String,
     pub text: String,
     pub diagnostics: Vec<Diagnostic>,
+    /// The PTX that the diagnostics' [`COMPANION`] labels point into.
+    pub companion: Option<Arc<Companion>>,
+}
+
+/// The PTX that a `-lineinfo` cubin carries, prepared for the pair rules.
+pub(crate) struct Companion {
+    /// `lib.so[sm_90a:name.sm_90a.cubin]:.nv_debug_ptx_txt`.
+    pub name: String,
+    pub text: String,
+    paired: PairedPtx,
+    /// `ptxas 13.2.78`, from the cubin's notes.
+    producer: Option<String>,
 }
 
 /// What linting one binary gave.
@@ -85,6 +108,8 @@ struct Unit {
     size: u64,
     /// For a part of a large cubin: the symbol indices of its functions (`nvdisasm -fun`).
     functions: Option<Vec<usize>>,
+    /// The index of the unit before large cubins were split: the parts of one cubin share it.
+    whole: usize,
 }
 
 struct UnitOutput {
@@ -163,6 +188,11 @@ pub(crate) fn lint_binaries(
         ProgressBar::hidden()
     };
 
+    for (whole, unit) in units.iter_mut().enumerate() {
+        unit.whole = whole;
+    }
+    let companions: Vec<OnceLock<Option<Arc<Companion>>>> =
+        units.iter().map(|_| OnceLock::new()).collect();
     let workers = std::thread::available_parallelism().map_or(2, std::num::NonZero::get).max(2);
     if tools.nvdisasm.is_some() {
         units = split_large_cubins(units, workers);
@@ -179,7 +209,17 @@ pub(crate) fn lint_binaries(
             let Some(&i) = order.get(taken) else { break };
             let unit = &units[i];
             progress.set_message(unit_label(&inputs[unit.binary].1, unit));
-            let output = lint_unit(unit, &inputs[unit.binary].1, &tools, options, settings);
+            let companion = companions[unit.whole]
+                .get_or_init(|| companion(unit, &inputs[unit.binary].1, &tools, settings))
+                .clone();
+            let output = lint_unit(
+                unit,
+                &inputs[unit.binary].1,
+                &tools,
+                options,
+                settings,
+                companion.as_ref(),
+            );
             *results[i].lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(output);
             progress.inc(1);
         }
@@ -200,6 +240,27 @@ pub(crate) fn lint_binaries(
         if let Some(error) = result.error {
             output.errors.push(error);
         }
+    }
+    // Parse errors in a cubin's own PTX: the pair rules may have missed something there.
+    for (whole, companion) in companions.into_iter().enumerate() {
+        let Some(Some(companion)) = companion.into_inner() else { continue };
+        let Some(unit) = units.iter().find(|u| u.whole == whole) else { continue };
+        if companion.paired.diagnostics().is_empty() {
+            continue;
+        }
+        let mut diagnostics = companion.paired.diagnostics().to_vec();
+        for diagnostic in &mut diagnostics {
+            diagnostic.primary.file = PLACEHOLDER;
+            for label in &mut diagnostic.secondary {
+                label.file = PLACEHOLDER;
+            }
+        }
+        outputs[unit.binary].findings.push(Finding {
+            name: companion.name.clone(),
+            text: companion.text.clone(),
+            diagnostics,
+            companion: None,
+        });
     }
     drop(temp);
     outputs
@@ -235,6 +296,7 @@ fn prepare(
                 path: Some(absolute),
                 size: file_size(path),
                 functions: None,
+                whole: 0,
             }]);
         }
         return Err(Prepared::Error(format!(
@@ -286,6 +348,7 @@ fn prepare(
             path: Some(absolute),
             size: file_size(path),
             functions: None,
+            whole: 0,
         }]);
     }
 
@@ -310,6 +373,7 @@ fn prepare(
                     path: None,
                     size: 0,
                     functions: None,
+                    whole: 0,
                 });
             }
         }
@@ -443,12 +507,41 @@ fn unit_label(binary: &str, unit: &Unit) -> String {
     }
 }
 
+/// The cubin's own PTX when it carries one and a pair rule is enabled (and `nvdisasm`, which
+/// alone prints PTX line markers, is there).
+fn companion(
+    unit: &Unit,
+    binary: &str,
+    tools: &Tools,
+    settings: &Settings,
+) -> Option<Arc<Companion>> {
+    if unit.ptx
+        || tools.nvdisasm.is_none()
+        || !settings.enabled().any(|(rule, _)| rule.meta().dialects.pair)
+    {
+        return None;
+    }
+    let mut elf = Elf::open(unit.path.as_deref()?)?;
+    let bytes = elf.section(".nv_debug_ptx_txt")?;
+    let text = reorder::ptx_from_debug_section(&bytes);
+    drop(bytes);
+    let producer = elf.section(".note.nv.tkinfo").and_then(|note| reorder::ptxas_version(&note));
+    let paired = PairedPtx::new(COMPANION, &text);
+    Some(Arc::new(Companion {
+        name: format!("{}:.nv_debug_ptx_txt", unit_label(binary, unit)),
+        text,
+        paired,
+        producer,
+    }))
+}
+
 fn lint_unit(
     unit: &Unit,
     binary: &str,
     tools: &Tools,
     options: &BinaryOptions,
     settings: &Settings,
+    companion: Option<&Arc<Companion>>,
 ) -> UnitOutput {
     let label = unit_label(binary, unit);
     let mut output = UnitOutput { findings: Vec::new(), error: None, functions: 0 };
@@ -464,7 +557,7 @@ fn lint_unit(
                     fencelint_linter::lint_text(PLACEHOLDER, &text, InputKind::Ptx, settings);
                 output.functions += lint.functions;
                 if !lint.diagnostics.is_empty() {
-                    output.findings.push(finding(label, text, lint.diagnostics));
+                    output.findings.push(finding(label, text, lint.diagnostics, None));
                 }
             }
             Err(err) => {
@@ -475,22 +568,21 @@ fn lint_unit(
     }
 
     let (tool, args) = match (&tools.nvdisasm, &tools.cuobjdump) {
-        (Some(nvdisasm), _) if unit.functions.is_some() => {
-            let list: Vec<String> =
-                unit.functions.iter().flatten().map(ToString::to_string).collect();
-            let args = vec![
-                OsString::from("-c"),
-                OsString::from("-g"),
-                OsString::from("-fun"),
-                OsString::from(list.join(",")),
-                path.clone().into_os_string(),
-            ];
+        (Some(nvdisasm), _) => {
+            // `-g` and `-gp` together print both markers: source lines for every rule, PTX
+            // lines for the pair rules.
+            let mut args = vec![OsString::from("-c"), OsString::from("-g")];
+            if companion.is_some() {
+                args.push(OsString::from("-gp"));
+            }
+            if let Some(functions) = &unit.functions {
+                let list: Vec<String> = functions.iter().map(ToString::to_string).collect();
+                args.push(OsString::from("-fun"));
+                args.push(OsString::from(list.join(",")));
+            }
+            args.push(path.clone().into_os_string());
             (nvdisasm, args)
         }
-        (Some(nvdisasm), _) => (
-            nvdisasm,
-            vec![OsString::from("-c"), OsString::from("-g"), path.clone().into_os_string()],
-        ),
         (None, Some(cuobjdump)) => {
             (cuobjdump, vec![OsString::from("-sass"), path.clone().into_os_string()])
         }
@@ -511,18 +603,28 @@ fn lint_unit(
             }
             text.push_str(&chunk.text);
             drop(chunk.text);
-            let lint = fencelint_linter::lint_text(
-                PLACEHOLDER,
-                &text,
-                InputKind::Sass(chunk.format),
-                settings,
-            );
+            let kind = InputKind::Sass(chunk.format);
+            let lint = match companion {
+                Some(companion) => fencelint_linter::lint_sass_paired(
+                    PLACEHOLDER,
+                    &text,
+                    kind,
+                    &companion.paired,
+                    settings,
+                    companion.producer.as_deref(),
+                ),
+                None => fencelint_linter::lint_text(PLACEHOLDER, &text, kind, settings),
+            };
             output.functions += lint.functions;
             if !lint.diagnostics.is_empty() {
+                let uses_ptx = lint.diagnostics.iter().any(|d| {
+                    d.primary.file == COMPANION || d.secondary.iter().any(|l| l.file == COMPANION)
+                });
                 output.findings.push(finding(
                     format!("{label}:{}", chunk.function),
                     text,
                     lint.diagnostics,
+                    companion.filter(|_| uses_ptx).cloned(),
                 ));
             }
         }
@@ -543,7 +645,12 @@ fn lint_unit(
     output
 }
 
-fn finding(name: String, text: String, mut diagnostics: Vec<Diagnostic>) -> Finding {
+fn finding(
+    name: String,
+    text: String,
+    mut diagnostics: Vec<Diagnostic>,
+    companion: Option<Arc<Companion>>,
+) -> Finding {
     for diagnostic in &mut diagnostics {
         if let Some(kernel) = &diagnostic.kernel
             && kernel.starts_with("_Z")
@@ -553,7 +660,7 @@ fn finding(name: String, text: String, mut diagnostics: Vec<Diagnostic>) -> Find
             diagnostic.kernel = Some(readable);
         }
     }
-    Finding { name, text, diagnostics }
+    Finding { name, text, diagnostics, companion }
 }
 
 /// Demangles an Itanium C++ name (`_Z…`), or `None` if it is not one.
@@ -570,7 +677,9 @@ fn split_large_cubins(units: Vec<Unit>, parts: usize) -> Vec<Unit> {
     let mut out = Vec::with_capacity(units.len());
     for unit in units {
         let functions = match (&unit.path, unit.ptx) {
-            (Some(path), false) if unit.size >= SPLIT_SIZE && parts > 1 => cubin_functions(path),
+            (Some(path), false) if unit.size >= SPLIT_SIZE && parts > 1 => {
+                Elf::open(path).and_then(|mut elf| elf.functions())
+            }
             _ => None,
         };
         let Some(mut functions) = functions.filter(|f| f.len() > 1) else {
@@ -595,51 +704,9 @@ fn split_large_cubins(units: Vec<Unit>, parts: usize) -> Vec<Unit> {
                 path: unit.path.clone(),
                 size: total,
                 functions: Some(indices),
+                whole: unit.whole,
             });
         }
     }
     out
-}
-
-/// The function symbols of a 64-bit little-endian cubin: (symbol index, size of the code
-/// section that holds it). `None` when the file is not such an ELF or its tables are damaged;
-/// the cubin is then disassembled whole.
-fn cubin_functions(path: &Path) -> Option<Vec<(usize, u64)>> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut file = std::fs::File::open(path).ok()?;
-    let len = file.metadata().ok()?.len();
-    let mut header = [0u8; 64];
-    file.read_exact(&mut header).ok()?;
-    if &header[..4] != b"\x7fELF" || header[4] != 2 || header[5] != 1 {
-        return None;
-    }
-    let u16_at = |b: &[u8], at: usize| u16::from_le_bytes([b[at], b[at + 1]]);
-    let u32_at = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
-    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
-    let shoff = u64_at(&header, 0x28);
-    let shentsize = usize::from(u16_at(&header, 0x3a));
-    let shnum = usize::from(u16_at(&header, 0x3c));
-    if shentsize < 64 || shnum == 0 || shoff.checked_add((shentsize * shnum) as u64)? > len {
-        return None;
-    }
-    let mut sections = vec![0u8; shentsize * shnum];
-    file.seek(SeekFrom::Start(shoff)).ok()?;
-    file.read_exact(&mut sections).ok()?;
-    let section = |i: usize| &sections[i * shentsize..(i + 1) * shentsize];
-    let symtab = (0..shnum).find(|&i| u32_at(section(i), 4) == 2)?; // SHT_SYMTAB
-    let (offset, size) = (u64_at(section(symtab), 24), u64_at(section(symtab), 32));
-    if offset.checked_add(size)? > len || size > 256 << 20 {
-        return None;
-    }
-    let mut symbols = vec![0u8; usize::try_from(size).ok()?];
-    file.seek(SeekFrom::Start(offset)).ok()?;
-    file.read_exact(&mut symbols).ok()?;
-    let mut out = Vec::new();
-    for (index, symbol) in symbols.chunks_exact(24).enumerate() {
-        let shndx = usize::from(u16_at(symbol, 6));
-        if symbol[4] & 0xf == 2 && shndx > 0 && shndx < shnum {
-            out.push((index, u64_at(section(shndx), 32)));
-        }
-    }
-    Some(out)
 }

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use fencelint_diagnostics::{Diagnostic, Label, Severity, codes};
-use fencelint_linter::{LintOutput, RuleSelection};
+use fencelint_linter::{LintOutput, PairedPtx, RuleSelection};
 use fencelint_source::{FileId, SourceDb, TextRange};
 use rayon::prelude::*;
 
@@ -17,6 +17,10 @@ use crate::render;
 // Binaries are a part of `check`; the modules live beside it.
 #[path = "binary.rs"]
 pub(crate) mod binary;
+#[path = "elf.rs"]
+mod elf;
+#[path = "pairs.rs"]
+pub(crate) mod pairs;
 #[path = "tools.rs"]
 mod tools;
 // Configuration and baselines decide what a run reports.
@@ -174,7 +178,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
             diagnostics.push(input_error(file, at, &message));
         }
         if let Some(kind) = read.kind {
-            jobs.push((file, kind));
+            jobs.push(pairs::Job { file, kind, path: input.path.clone() });
         }
     }
 
@@ -196,22 +200,63 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         for error in &output.errors {
             diagnostics.push(input_error(file, 0, error));
         }
+        // A cubin's own PTX is registered once, however many of its functions point into it.
+        let mut companions: Vec<(std::sync::Arc<binary::Companion>, FileId)> = Vec::new();
         for finding in output.findings {
             let id = db.add(finding.name, finding.text);
+            let companion = finding.companion.map(|companion| {
+                if let Some((_, file)) =
+                    companions.iter().find(|(known, _)| std::sync::Arc::ptr_eq(known, &companion))
+                {
+                    return *file;
+                }
+                let file = db.add(companion.name.clone(), companion.text.clone());
+                companions.push((companion, file));
+                file
+            });
+            let remap = |file: FileId| match companion {
+                Some(ptx) if file == binary::COMPANION => ptx,
+                _ => id,
+            };
             for mut diagnostic in finding.diagnostics {
-                diagnostic.primary.file = id;
+                diagnostic.primary.file = remap(diagnostic.primary.file);
                 for label in &mut diagnostic.secondary {
-                    label.file = id;
+                    label.file = remap(label.file);
                 }
                 diagnostics.push(diagnostic);
             }
         }
     }
 
+    // A `-gp` listing given with its PTX is also checked by the pair rules.
+    let partners = if settings.enabled().any(|(rule, _)| rule.meta().dialects.pair) {
+        pairs::partners(&db, &jobs)
+    } else {
+        vec![None; jobs.len()]
+    };
+    let mut paired: Vec<Option<PairedPtx>> = jobs.iter().map(|_| None).collect();
+    for &ptx in partners.iter().flatten() {
+        if paired[ptx].is_none() {
+            let file = jobs[ptx].file;
+            paired[ptx] = Some(PairedPtx::new(file, db.file(file).text()));
+        }
+    }
     let outputs: Vec<LintOutput> = jobs
         .par_iter()
-        .map(|&(file, kind)| {
-            fencelint_linter::lint_text(file, db.file(file).text(), kind, &settings)
+        .zip(&partners)
+        .map(|(job, partner)| {
+            let text = db.file(job.file).text();
+            match partner.and_then(|ptx| paired[ptx].as_ref()) {
+                Some(ptx) => fencelint_linter::lint_sass_paired(
+                    job.file,
+                    text,
+                    job.kind,
+                    ptx,
+                    &settings,
+                    pairs::producer_beside(&job.path).as_deref(),
+                ),
+                None => fencelint_linter::lint_text(job.file, text, job.kind, &settings),
+            }
         })
         .collect();
     let mut n_suppressed = 0usize;

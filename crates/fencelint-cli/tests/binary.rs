@@ -235,3 +235,46 @@ fn a_bad_arch_is_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("`--arch hopper` is not an architecture"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_lineinfo_cubin_alone_is_audited_for_reordering() {
+    let hoisted = "fixtures/reorder/reorder_tensormap.ptxas-13.2.78.cubin";
+    let Some(out) = check_with_tools("reorder", &["--format", "json", hoisted]) else { return };
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let found: Vec<_> = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["rule"] == "ptxas-reordered-across-wait")
+        .collect();
+    assert_eq!(found.len(), 4, "{doc:#}");
+    for d in &found {
+        assert!(
+            d["message"].as_str().unwrap().starts_with("ptxas 13.2.78 moved the store"),
+            "{d:#}"
+        );
+        // The PTX labels point into the PTX that the cubin carries.
+        let text = d.to_string();
+        assert!(text.contains(".nv_debug_ptx_txt"), "{d:#}");
+    }
+    assert_eq!(out.status.code(), Some(1));
+
+    let kept = "fixtures/reorder/reorder_tensormap.ptxas-13.5.37.cubin";
+    let Some(out) = check_with_tools("reorder", &[kept]) else { return };
+    assert!(finding_lines(&stdout(&out), "ptxas-reordered-across-wait").is_empty());
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+
+    let Some(out) =
+        check_with_tools("reorder", &["--ignore", "ptxas-reordered-across-wait", hoisted])
+    else {
+        return;
+    };
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+}
+
+#[test]
+fn the_compiled_fixture_corpus_has_no_reorder_finding() {
+    let args = ["--select", "ptxas-reordered-across-wait", "fixtures/compiled"];
+    let Some(out) = check_with_tools("corpus", &args) else { return };
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+}

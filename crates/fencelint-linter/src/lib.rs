@@ -41,6 +41,102 @@ impl LintOutput {
 /// Lints one text of a known kind. `file` is the id the caller registered the text under.
 /// Inline suppressions in the text (see [`suppress`]) are applied to the findings.
 pub fn lint_text(file: FileId, text: &str, kind: InputKind, settings: &Settings) -> LintOutput {
+    lint_text_with(file, text, kind, settings, None)
+}
+
+/// The PTX-versus-SASS reorder audit (`ptxas-reordered-across-wait`), for callers that hold a
+/// cubin: `reorder::ptx_from_debug_section` rebuilds the PTX from the `.nv_debug_ptx_txt`
+/// section and `reorder::ptxas_version` reads the compiler version from the notes.
+pub use fencelint_reorder as reorder;
+
+/// A PTX text prepared for the pair rules: lowered once, with its line index, and then used for
+/// every SASS function of the cubin that ptxas assembled from it.
+pub struct PairedPtx {
+    lowered: fencelint_lower::Lowered,
+    lines: reorder::LineIndex,
+}
+
+impl PairedPtx {
+    pub fn new(file: FileId, text: &str) -> Self {
+        Self {
+            lowered: fencelint_lower::lower(file, text, InputKind::Ptx, 0),
+            lines: reorder::LineIndex::new(text),
+        }
+    }
+
+    /// The front end's diagnostics about the PTX text (parse errors).
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.lowered.diagnostics
+    }
+}
+
+/// Lints a SASS text (`nvdisasm -c -gp` of a cubin, or any listing with `.nv_debug_ptx_txt`
+/// markers) with the rules of `settings`, and runs the pair rules against `ptx`, the PTX that
+/// ptxas assembled it from (functions paired by name). `producer` names the compiler of the
+/// SASS (`ptxas 13.2.78`, from [`reorder::ptxas_version`]) when the caller knows it.
+pub fn lint_sass_paired(
+    sass_file: FileId,
+    sass_text: &str,
+    sass_kind: InputKind,
+    ptx: &PairedPtx,
+    settings: &Settings,
+    producer: Option<&str>,
+) -> LintOutput {
+    lint_text_with(sass_file, sass_text, sass_kind, settings, Some((ptx, producer)))
+}
+
+/// Lints a PTX text and the SASS of the same kernels (`nvdisasm -c -gp`) together: the rules of
+/// `settings` on each text, and the pair rules on the two (kernels paired by name).
+/// `sass_kind` is what [`detect`] said of `sass_text`.
+pub fn lint_pair(
+    ptx_file: FileId,
+    ptx_text: &str,
+    sass_file: FileId,
+    sass_text: &str,
+    sass_kind: InputKind,
+    settings: &Settings,
+    producer: Option<&str>,
+) -> LintOutput {
+    let mut output = lint_text(ptx_file, ptx_text, InputKind::Ptx, settings);
+    let not_pair = |file, message: &str| {
+        Diagnostic::new(
+            codes::INPUT_ERROR,
+            Severity::Error,
+            message.to_owned(),
+            Label::new(file, TextRange::new(0, 0), "this input"),
+        )
+    };
+    if detect(ptx_text) != Some(InputKind::Ptx) {
+        output.diagnostics.push(not_pair(ptx_file, "the first input is not PTX"));
+    }
+    if !matches!(sass_kind, InputKind::Sass(_)) {
+        output.diagnostics.push(not_pair(sass_file, "the second input is not a SASS listing"));
+    } else if settings.enabled().any(|(rule, _)| rule.meta().dialects.pair)
+        && !sass_text.contains(".nv_debug_ptx_txt")
+    {
+        output.diagnostics.push(not_pair(
+            sass_file,
+            "the SASS listing has no PTX line markers; disassemble with `nvdisasm -c -gp` a cubin \
+             built with `-lineinfo`",
+        ));
+    }
+    if output.diagnostics.iter().any(|d| d.rule == codes::INPUT_ERROR) {
+        fencelint_diagnostics::sort(&mut output.diagnostics);
+        return output;
+    }
+    let ptx = PairedPtx::new(ptx_file, ptx_text);
+    output.merge(lint_sass_paired(sass_file, sass_text, sass_kind, &ptx, settings, producer));
+    fencelint_diagnostics::sort(&mut output.diagnostics);
+    output
+}
+
+fn lint_text_with(
+    file: FileId,
+    text: &str,
+    kind: InputKind,
+    settings: &Settings,
+    pair: Option<(&PairedPtx, Option<&str>)>,
+) -> LintOutput {
     let lowered = fencelint_lower::lower(file, text, kind, 0);
     let functions: Vec<FunctionSpan> = if text.contains("fencelint:") {
         lowered
@@ -53,7 +149,15 @@ pub fn lint_text(file: FileId, text: &str, kind: InputKind, settings: &Settings)
         Vec::new()
     };
     let mut suppressions = Suppressions::parse(text, &functions);
+    let paired = match pair {
+        Some((ptx, producer)) => lint_pairs(ptx, &lowered.modules, settings, producer),
+        None => Vec::new(),
+    };
     let mut output = lint_lowered(lowered, settings);
+    if !paired.is_empty() {
+        output.diagnostics.extend(paired);
+        fencelint_diagnostics::sort(&mut output.diagnostics);
+    }
     if !suppressions.is_empty() {
         output.suppressed =
             suppressions.apply(file, kind.dialect(), &mut output.diagnostics, settings);
@@ -62,38 +166,41 @@ pub fn lint_text(file: FileId, text: &str, kind: InputKind, settings: &Settings)
     output
 }
 
-/// The PTX-versus-SASS reorder audit (`ptxas-reordered-across-wait`), for callers that hold a
-/// cubin: `reorder::ptx_from_debug_section` rebuilds the PTX from the `.nv_debug_ptx_txt`
-/// section and `reorder::ptxas_version` reads the compiler version from the notes.
-pub use fencelint_reorder as reorder;
-
-/// Lints a PTX text and the SASS of the same kernels (`nvdisasm -c -gp`) together: the rules of
-/// `settings` on each text, and the reorder audit on the pair (kernels paired by name).
-/// `sass_kind` is what [`detect`] said of `sass_text`; `producer` names the compiler of the SASS
-/// (`ptxas 13.2.78`, from [`reorder::ptxas_version`]) when the caller knows it.
-pub fn lint_pair(
-    ptx_file: FileId,
-    ptx_text: &str,
-    sass_file: FileId,
-    sass_text: &str,
-    sass_kind: InputKind,
+/// Runs the enabled pair rules on every SASS module against every module of `ptx`.
+fn lint_pairs(
+    ptx: &PairedPtx,
+    sass: &[Module],
     settings: &Settings,
     producer: Option<&str>,
-) -> LintOutput {
-    let mut output = lint_text(ptx_file, ptx_text, InputKind::Ptx, settings);
-    output.merge(lint_text(sass_file, sass_text, sass_kind, settings));
-    let options = reorder::AuditOptions {
-        producer: producer.map(ToOwned::to_owned),
-        ..reorder::AuditOptions::default()
-    };
-    let audit =
-        reorder::audit_texts_as(ptx_file, ptx_text, sass_file, sass_text, sass_kind, &options);
-    // The parse errors of the two texts are already in `output`.
-    output
-        .diagnostics
-        .extend(audit.diagnostics.into_iter().filter(|d| d.rule != codes::PARSE_ERROR));
-    fencelint_diagnostics::sort(&mut output.diagnostics);
-    output
+) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for (rule, severity) in settings.enabled().filter(|(rule, _)| rule.meta().dialects.pair) {
+        for sass_module in sass {
+            for ptx_module in &ptx.lowered.modules {
+                let result = catch_unwind(AssertUnwindSafe(|| {
+                    let mut cx = fencelint_rules::PairCx::new(
+                        ptx_module,
+                        &ptx.lines,
+                        sass_module,
+                        producer,
+                        severity,
+                    );
+                    rule.check_pair(&mut cx);
+                    cx.into_diagnostics()
+                }));
+                match result {
+                    Ok(diagnostics) => out.extend(diagnostics),
+                    Err(payload) => {
+                        let file = sass_module.file.unwrap_or(FileId(0));
+                        let range =
+                            sass_module.functions.first().map_or(TextRange::new(0, 0), func_range);
+                        out.push(internal_error(rule, "these kernels", &*payload, file, range));
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Lints lowered modules, keeping the front end's diagnostics.
@@ -110,8 +217,10 @@ pub fn lint_lowered(lowered: fencelint_lower::Lowered, settings: &Settings) -> L
 
 /// Runs every enabled rule over every function of `module`, functions in parallel.
 pub fn lint_module(module: &Module, settings: &Settings) -> Vec<Diagnostic> {
-    let rules: Vec<_> =
-        settings.enabled().filter(|(rule, _)| rule.should_run(module)).collect::<Vec<_>>();
+    let rules: Vec<_> = settings
+        .enabled()
+        .filter(|(rule, _)| !rule.meta().dialects.pair && rule.should_run(module))
+        .collect::<Vec<_>>();
     if rules.is_empty() {
         return Vec::new();
     }
@@ -141,26 +250,7 @@ fn lint_function(
         match result {
             Ok(diagnostics) => out.extend(diagnostics),
             Err(payload) => {
-                let what = payload
-                    .downcast_ref::<&str>()
-                    .map(ToString::to_string)
-                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".to_owned());
-                let label = Label::new(file, func_range(func), "in this function");
-                out.push(
-                    Diagnostic::new(
-                        codes::INTERNAL_ERROR,
-                        Severity::Error,
-                        format!(
-                            "rule `{}` failed on `{}`: {what}",
-                            rule.meta().name,
-                            func.name
-                        ),
-                        label,
-                    )
-                    .with_kernel(func.name.clone())
-                    .with_help("report this with the input file; other rules and kernels were still checked"),
-                );
+                out.push(internal_error(rule, &func.name, &*payload, file, func_range(func)));
             }
         }
     }
@@ -183,6 +273,29 @@ fn lint_function(
         diagnostic.dialect = diagnostic.dialect.or(module.dialect);
     }
     out
+}
+
+/// The `internal-error` diagnostic for a rule that panicked on `kernel`.
+fn internal_error(
+    rule: &dyn fencelint_rules::Rule,
+    kernel: &str,
+    payload: &(dyn std::any::Any + Send),
+    file: FileId,
+    range: TextRange,
+) -> Diagnostic {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(ToString::to_string)
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned());
+    Diagnostic::new(
+        codes::INTERNAL_ERROR,
+        Severity::Error,
+        format!("rule `{}` failed on `{kernel}`: {what}", rule.meta().name),
+        Label::new(file, range, "in this function"),
+    )
+    .with_kernel(kernel.to_owned())
+    .with_help("report this with the input file; other rules and kernels were still checked")
 }
 
 /// The function's header: from its start to its first instruction (empty when it has none).

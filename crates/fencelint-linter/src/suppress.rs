@@ -230,7 +230,10 @@ impl Suppressions {
                     continue;
                 }
                 let known = is_suppressible_name(&name.name);
-                if known && !is_enabled(&name.name, settings) {
+                // A pair rule runs only when the PTX and its SASS are linted together, so its
+                // suppression is not known to be unused when this text was linted alone.
+                let pair_rule = find_rule(&name.name).is_some_and(|r| r.meta().dialects.pair);
+                if known && (pair_rule || !is_enabled(&name.name, settings)) {
                     continue;
                 }
                 let mut diagnostic = if known {

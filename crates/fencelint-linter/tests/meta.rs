@@ -87,6 +87,9 @@ fn code_blocks<'a>(text: &'a str, info: &str) -> Vec<&'a str> {
 fn document_examples_fire_and_stay_clean() {
     for rule in all_rules() {
         let meta = rule.meta();
+        if meta.dialects.pair {
+            continue; // a PTX example alone cannot show a pair finding; see the fixtures test
+        }
         let settings = Settings::only(&[meta.name]).unwrap();
         let bad = code_blocks(meta.doc, "ptx (bad)");
         let good = code_blocks(meta.doc, "ptx (good)");
@@ -116,6 +119,10 @@ fn every_rule_has_fixtures_that_fire_and_stay_clean_and_every_fixture_dir_is_a_r
     }
     for rule in all_rules() {
         let meta = rule.meta();
+        if meta.dialects.pair {
+            pair_fixtures_fire_and_stay_clean(meta.name);
+            continue;
+        }
         let mut files = Vec::new();
         for dialect in ["ptx", "sass"] {
             files.extend(files_under(
@@ -131,6 +138,44 @@ fn every_rule_has_fixtures_that_fire_and_stay_clean_and_every_fixture_dir_is_a_r
         );
         assert!(texts.iter().any(|t| !t.contains("expect")), "{}: no clean fixture", meta.name);
     }
+}
+
+/// A pair rule's fixtures are `fixtures/reorder/`: one PTX file and the `nvdisasm -c -gp`
+/// listings of the cubins that different ptxas versions assembled from it.
+fn pair_fixtures_fire_and_stay_clean(name: &str) {
+    let dir = repo().join("fixtures/reorder");
+    let ptx_files = files_under(&dir, "ptx");
+    assert!(!ptx_files.is_empty(), "{name}: no PTX under fixtures/reorder");
+    let settings = Settings::only(&[name]).unwrap();
+    let (mut fires, mut clean) = (false, false);
+    for ptx_path in ptx_files {
+        let stem = ptx_path.file_stem().unwrap().to_string_lossy().into_owned();
+        for sass_path in files_under(&dir, "sass") {
+            let sass_name = sass_path.file_name().unwrap().to_string_lossy().into_owned();
+            if !sass_name.starts_with(&format!("{stem}.")) {
+                continue;
+            }
+            let mut db = SourceDb::new();
+            let ptx = db.add("k.ptx", fs::read_to_string(&ptx_path).unwrap());
+            let sass = db.add("k.sass", fs::read_to_string(&sass_path).unwrap());
+            let kind = detect(db.file(sass).text()).unwrap();
+            let output = fencelint_linter::lint_pair(
+                ptx,
+                db.file(ptx).text(),
+                sass,
+                db.file(sass).text(),
+                kind,
+                &settings,
+                None,
+            );
+            let found = output.diagnostics.iter().filter(|d| d.rule == name).count();
+            assert_eq!(found, output.diagnostics.len(), "{sass_name}: {:#?}", output.diagnostics);
+            fires |= found > 0;
+            clean |= found == 0;
+        }
+    }
+    assert!(fires, "{name}: no fixture pair that fires");
+    assert!(clean, "{name}: no fixture pair that stays clean");
 }
 
 #[test]

@@ -21,8 +21,10 @@
 //!   joined by barrier address and by the branch from the fast path into the retry loop, so the
 //!   retry loop at the end of the function is never mistaken for the wait.
 //!
-//! No IO happens here: callers pass texts (and, for binaries, the bytes of the
-//! `.nv_debug_ptx_txt` section through [`ptx_from_debug_section`]).
+//! No IO and no parsing happen here: callers lower the two texts (`fencelint-linter`'s
+//! `lint_pair` and `lint_sass_paired`, through the rule registry) and pass the modules to
+//! [`audit_modules`]; for binaries, [`ptx_from_debug_section`] rebuilds the PTX text from a
+//! cubin's `.nv_debug_ptx_txt` section. Like the rules, this crate sees only the IR.
 
 mod debug_section;
 mod graph;
@@ -34,7 +36,6 @@ use fencelint_diagnostics::{Diagnostic, Label, Severity, codes, stable_hash};
 use fencelint_ir::{
     AsyncOp, Barrier, Fence, FenceKind, Function, Inst, InstId, InstKind, MbarrierOp, Module,
 };
-use fencelint_lower::InputKind;
 use fencelint_source::{Dialect, FileId};
 
 use crate::graph::Graph;
@@ -80,76 +81,6 @@ pub struct Audit {
     pub points: usize,
     /// Ordering points whose SASS implementation was found.
     pub matched_points: usize,
-}
-
-/// Audits a PTX text against the SASS text of the same kernels (`nvdisasm -c -gp`, or any SASS
-/// listing with `.nv_debug_ptx_txt` line markers).
-pub fn audit_texts(
-    ptx_file: FileId,
-    ptx_text: &str,
-    sass_file: FileId,
-    sass_text: &str,
-    options: &AuditOptions,
-) -> Audit {
-    let Some(kind) = fencelint_lower::detect(sass_text) else {
-        let mut audit = Audit::default();
-        audit.diagnostics.push(input_error(sass_file, "the second input is not a SASS listing"));
-        return audit;
-    };
-    audit_texts_as(ptx_file, ptx_text, sass_file, sass_text, kind, options)
-}
-
-/// [`audit_texts`] for a SASS text whose kind the caller already detected.
-pub fn audit_texts_as(
-    ptx_file: FileId,
-    ptx_text: &str,
-    sass_file: FileId,
-    sass_text: &str,
-    sass_kind: InputKind,
-    options: &AuditOptions,
-) -> Audit {
-    let mut audit = Audit::default();
-    let InputKind::Sass(format) = sass_kind else {
-        audit.diagnostics.push(input_error(sass_file, "the second input is not a SASS listing"));
-        return audit;
-    };
-    if fencelint_lower::detect(ptx_text) != Some(InputKind::Ptx) {
-        audit.diagnostics.push(input_error(ptx_file, "the first input is not PTX"));
-        return audit;
-    }
-    let ptx = fencelint_lower::lower(ptx_file, ptx_text, InputKind::Ptx, 0);
-    let sass = fencelint_lower::lower(sass_file, sass_text, InputKind::Sass(format), 0);
-    audit.diagnostics.extend(ptx.diagnostics);
-    audit.diagnostics.extend(sass.diagnostics);
-    let lines = LineIndex::new(ptx_text);
-    for sass_module in &sass.modules {
-        for ptx_module in &ptx.modules {
-            audit_modules(ptx_module, &lines, sass_module, options, &mut audit);
-        }
-    }
-    let has_lines = sass
-        .modules
-        .iter()
-        .flat_map(|m| &m.functions)
-        .any(|f| f.insts.iter().any(|i| i.ptx_line.is_some()));
-    if !has_lines && !audit.paired.is_empty() {
-        audit.diagnostics.push(input_error(
-            sass_file,
-            "the SASS listing has no PTX line markers; disassemble with `nvdisasm -c -gp` a cubin \
-             built with `-lineinfo`",
-        ));
-    }
-    fencelint_diagnostics::sort(&mut audit.diagnostics);
-    audit
-}
-
-fn input_error(file: FileId, message: &str) -> Diagnostic {
-    Diagnostic::new(
-        codes::INPUT_ERROR,
-        Severity::Error,
-        message.to_owned(),
-        Label::new(file, fencelint_source::TextRange::new(0, 0), "this input"),
-    )
 }
 
 /// Byte offsets to 1-based line numbers of one text.

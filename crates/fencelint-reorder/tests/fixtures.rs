@@ -6,10 +6,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use fencelint_diagnostics::Diagnostic;
-use fencelint_reorder::{
-    Audit, AuditOptions, RULE, audit_texts, ptx_from_debug_section, ptxas_version,
-};
+use fencelint_reorder::{Audit, AuditOptions, RULE, ptx_from_debug_section, ptxas_version};
 use fencelint_source::SourceDb;
+
+mod common;
+
+use common::audit_texts;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -5,8 +5,12 @@
 use std::fs;
 use std::path::Path;
 
-use fencelint_reorder::{AuditOptions, RULE, audit_texts};
+use fencelint_reorder::{AuditOptions, RULE};
 use fencelint_source::SourceDb;
+
+mod common;
+
+use common::audit_texts;
 
 fn fixture(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/reorder").join(name);
@@ -47,14 +51,4 @@ fn hand_edited_store_sunk_below_the_tensormap_release_fence() {
         found[0].message
     );
     assert!(found[0].help.as_deref().unwrap().contains("right before the fence"));
-}
-
-#[test]
-fn inputs_that_are_not_ptx_and_sass_are_input_errors() {
-    let mut db = SourceDb::new();
-    let p = db.add("a.ptx", ".version 9.2\n.target sm_90a\n".to_owned());
-    let s = db.add("b.txt", "hello\n".to_owned());
-    let audit = audit_texts(p, db.file(p).text(), s, db.file(s).text(), &AuditOptions::default());
-    assert_eq!(audit.diagnostics.len(), 1);
-    assert_eq!(audit.diagnostics[0].rule, "input-error");
 }

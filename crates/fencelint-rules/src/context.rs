@@ -3,6 +3,7 @@
 use fencelint_cfg::FunctionAnalysis;
 use fencelint_diagnostics::{Diagnostic, Label, Severity};
 use fencelint_ir::{FileId, Inst, InstId, Module, TextRange};
+use fencelint_reorder::LineIndex;
 
 use crate::RuleMeta;
 
@@ -137,5 +138,40 @@ impl Drop for Report<'_, '_> {
             diagnostic.fingerprint = Some(fencelint_diagnostics::stable_hash(parts));
             self.cx.diagnostics.push(diagnostic);
         }
+    }
+}
+
+/// What a pair rule sees: a lowered PTX module, the SASS module that ptxas made of it (with
+/// `nvdisasm -gp` PTX line markers), and a sink.
+pub struct PairCx<'a> {
+    pub ptx: &'a Module,
+    /// Line numbers of the PTX text, which the SASS markers name.
+    pub ptx_lines: &'a LineIndex,
+    pub sass: &'a Module,
+    /// The compiler of the SASS (`ptxas 13.2.78`), when the caller knows it.
+    pub producer: Option<&'a str>,
+    pub severity: Severity,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl<'a> PairCx<'a> {
+    pub fn new(
+        ptx: &'a Module,
+        ptx_lines: &'a LineIndex,
+        sass: &'a Module,
+        producer: Option<&'a str>,
+        severity: Severity,
+    ) -> Self {
+        Self { ptx, ptx_lines, sass, producer, severity, diagnostics: Vec::new() }
+    }
+
+    /// Records finished diagnostics (a pair rule labels both texts and fingerprints its own
+    /// findings).
+    pub fn extend(&mut self, diagnostics: impl IntoIterator<Item = Diagnostic>) {
+        self.diagnostics.extend(diagnostics);
+    }
+
+    pub fn into_diagnostics(self) -> Vec<Diagnostic> {
+        self.diagnostics
     }
 }

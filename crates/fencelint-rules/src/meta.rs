@@ -68,12 +68,16 @@ impl fmt::Display for Category {
 pub struct Dialects {
     pub ptx: bool,
     pub sass: bool,
+    /// The rule reads a PTX module and the SASS that ptxas made of it together
+    /// ([`Rule::check_pair`](crate::Rule::check_pair)) instead of one function at a time.
+    pub pair: bool,
 }
 
 impl Dialects {
-    pub const PTX: Self = Self { ptx: true, sass: false };
-    pub const SASS: Self = Self { ptx: false, sass: true };
-    pub const BOTH: Self = Self { ptx: true, sass: true };
+    pub const PTX: Self = Self { ptx: true, sass: false, pair: false };
+    pub const SASS: Self = Self { ptx: false, sass: true, pair: false };
+    pub const BOTH: Self = Self { ptx: true, sass: true, pair: false };
+    pub const PAIR: Self = Self { ptx: true, sass: true, pair: true };
 
     pub const fn contains(self, dialect: Dialect) -> bool {
         match dialect {
@@ -85,6 +89,9 @@ impl Dialects {
 
 impl fmt::Display for Dialects {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.pair {
+            return f.write_str("ptx + sass (pair)");
+        }
         match (self.ptx, self.sass) {
             (true, true) => f.write_str("ptx, sass"),
             (true, false) => f.write_str("ptx"),

@@ -12,6 +12,7 @@ static RULES: &[&dyn Rule] = &[
     &rules::mbarrier_init_not_fenced::MbarrierInitNotFenced,
     &rules::mbarrier_phase_skip::MbarrierPhaseSkip,
     &rules::mbarrier_wait_scope_too_narrow::MbarrierWaitScopeTooNarrow,
+    &rules::ptxas_reordered_across_wait::PtxasReorderedAcrossWait,
     &rules::spin_poll_without_acquire::SpinPollWithoutAcquire,
     &rules::tcgen05_access_not_waited::Tcgen05AccessNotWaited,
     &rules::tensormap_modified_in_flight::TensormapModifiedInFlight,

@@ -1,0 +1,157 @@
+//! Just enough of ELF to read a cubin's tables: the section headers and their names, named
+//! sections, and the function symbols. Only 64-bit little-endian files (every cubin) are read;
+//! anything else, or a damaged table, gives `None` and the caller falls back to the tools.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// The most bytes read from one table or section; larger ones are left to the tools.
+const MAX_TABLE: u64 = 256 << 20;
+
+/// One section header.
+#[derive(Clone, Debug)]
+pub(crate) struct Section {
+    pub name: String,
+    pub kind: u32,
+    pub offset: u64,
+    pub size: u64,
+}
+
+/// An open cubin and its section headers.
+pub(crate) struct Elf {
+    file: File,
+    len: u64,
+    pub sections: Vec<Section>,
+}
+
+impl Elf {
+    pub(crate) fn open(path: &Path) -> Option<Self> {
+        let mut file = File::open(path).ok()?;
+        let len = file.metadata().ok()?.len();
+        let mut header = [0u8; 64];
+        file.read_exact(&mut header).ok()?;
+        if &header[..4] != b"\x7fELF" || header[4] != 2 || header[5] != 1 {
+            return None;
+        }
+        let shoff = u64_at(&header, 0x28);
+        let shentsize = usize::from(u16_at(&header, 0x3a));
+        let shnum = usize::from(u16_at(&header, 0x3c));
+        let shstrndx = usize::from(u16_at(&header, 0x3e));
+        if shentsize < 64 || shnum == 0 || shoff.checked_add((shentsize * shnum) as u64)? > len {
+            return None;
+        }
+        let mut table = vec![0u8; shentsize * shnum];
+        file.seek(SeekFrom::Start(shoff)).ok()?;
+        file.read_exact(&mut table).ok()?;
+        let raw: Vec<(u32, u32, u64, u64)> = table
+            .chunks_exact(shentsize)
+            .map(|h| (u32_at(h, 0), u32_at(h, 4), u64_at(h, 24), u64_at(h, 32)))
+            .collect();
+        let mut elf = Self { file, len, sections: Vec::new() };
+        let names = raw.get(shstrndx).and_then(|&(_, _, offset, size)| elf.read_at(offset, size));
+        elf.sections = raw
+            .into_iter()
+            .map(|(name_at, kind, offset, size)| Section {
+                name: names.as_deref().map(|n| c_string(n, name_at as usize)).unwrap_or_default(),
+                kind,
+                offset,
+                size,
+            })
+            .collect();
+        Some(elf)
+    }
+
+    /// The bytes of the first section called `name` (`None` when there is none, or it is
+    /// damaged or too large to read).
+    pub(crate) fn section(&mut self, name: &str) -> Option<Vec<u8>> {
+        let (offset, size) =
+            self.sections.iter().find(|s| s.name == name).map(|s| (s.offset, s.size))?;
+        self.read_at(offset, size)
+    }
+
+    /// The function symbols: (symbol index, size of the code section that holds it).
+    pub(crate) fn functions(&mut self) -> Option<Vec<(usize, u64)>> {
+        let symtab = self.sections.iter().position(|s| s.kind == 2)?; // SHT_SYMTAB
+        let (offset, size) = (self.sections[symtab].offset, self.sections[symtab].size);
+        let symbols = self.read_at(offset, size)?;
+        let mut out = Vec::new();
+        for (index, symbol) in symbols.chunks_exact(24).enumerate() {
+            let shndx = usize::from(u16_at(symbol, 6));
+            if symbol[4] & 0xf == 2 && shndx > 0 && shndx < self.sections.len() {
+                out.push((index, self.sections[shndx].size));
+            }
+        }
+        Some(out)
+    }
+
+    fn read_at(&mut self, offset: u64, size: u64) -> Option<Vec<u8>> {
+        if offset.checked_add(size)? > self.len || size > MAX_TABLE {
+            return None;
+        }
+        let mut bytes = vec![0u8; usize::try_from(size).ok()?];
+        self.file.seek(SeekFrom::Start(offset)).ok()?;
+        self.file.read_exact(&mut bytes).ok()?;
+        Some(bytes)
+    }
+}
+
+fn c_string(table: &[u8], at: usize) -> String {
+    let Some(rest) = table.get(at..) else { return String::new() };
+    let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+    String::from_utf8_lossy(&rest[..end]).into_owned()
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    }
+
+    #[test]
+    fn reads_the_debug_ptx_and_notes_of_a_lineinfo_cubin() {
+        let path = repo().join("fixtures/reorder/reorder_tensormap.ptxas-13.2.78.cubin");
+        let mut elf = Elf::open(&path).expect("a cubin");
+        let ptx = elf.section(".nv_debug_ptx_txt").expect("built with -lineinfo");
+        let text = fencelint_linter::reorder::ptx_from_debug_section(&ptx);
+        let file =
+            std::fs::read_to_string(repo().join("fixtures/reorder/reorder_tensormap.ptx")).unwrap();
+        assert_eq!(text.lines().count(), file.lines().count());
+        let note = elf.section(".note.nv.tkinfo").expect("ptxas writes its notes");
+        assert_eq!(
+            fencelint_linter::reorder::ptxas_version(&note).as_deref(),
+            Some("ptxas 13.2.78")
+        );
+        assert!(elf.functions().is_some_and(|f| f.len() >= 4));
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_64_bit_little_endian_elf() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, bytes) in [
+            ("empty", &b""[..]),
+            ("text", &b"not an elf file at all, but long enough for a header.............."[..]),
+            ("truncated", &b"\x7fELF\x02\x01\x01"[..]),
+        ] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            assert!(Elf::open(&path).is_none(), "{name}");
+        }
+    }
+}
