@@ -73,6 +73,15 @@ impl FunctionAnalysis<'_> {
 
     /// The canonical value of `reg` as read by instruction `at`.
     pub fn value_key(&self, at: InstId, reg: Reg) -> AddrKey {
+        if let Some(key) = self.value_keys.borrow().get(&(at, reg)) {
+            return key.clone();
+        }
+        let key = self.compute_value_key(at, reg);
+        self.value_keys.borrow_mut().insert((at, reg), key.clone());
+        key
+    }
+
+    fn compute_value_key(&self, at: InstId, reg: Reg) -> AddrKey {
         let mut offset = 0i64;
         let mut mapped = false;
         let (mut at, mut reg) = (at, reg);

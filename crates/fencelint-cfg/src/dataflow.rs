@@ -38,6 +38,15 @@ impl FunctionAnalysis<'_> {
             }
             _ => {}
         }
+        if let Some(reach) = self.reaches.borrow().get(&(at, reg)) {
+            return reach.clone();
+        }
+        let reach = self.walk_reaching_defs(at, reg);
+        self.reaches.borrow_mut().insert((at, reg), reach.clone());
+        reach
+    }
+
+    fn walk_reaching_defs(&self, at: InstId, reg: Reg) -> Reach {
         let cfg = &self.cfg;
         let mut reach = Reach::default();
         let mut defs = BTreeSet::new();

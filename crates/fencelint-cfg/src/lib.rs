@@ -19,9 +19,11 @@ pub use dataflow::{Point, Reach};
 pub use loops::Loop;
 pub use object::AddrSum;
 
-use std::cell::{Cell, OnceCell};
+use std::cell::{Cell, OnceCell, RefCell};
+use std::collections::HashMap;
 
-use fencelint_ir::{Function, InstId};
+use fencelint_ir::{Function, InstId, Reg};
+
 use petgraph::algo::dominators::{self, Dominators};
 use petgraph::graph::NodeIndex;
 
@@ -52,6 +54,12 @@ pub struct FunctionAnalysis<'f> {
     /// The instructions that define each register, in text order.
     def_sites: OnceCell<Vec<Vec<InstId>>>,
     loops: OnceCell<Vec<Loop>>,
+    /// Canonical register values already computed ([`FunctionAnalysis::value_key`]): rules ask
+    /// for the address of the same instruction once per poll, wait or fence they check.
+    value_keys: RefCell<HashMap<(InstId, Reg), AddrKey>>,
+    /// Reaching definitions already computed by a walk ([`FunctionAnalysis::reaching_defs`]):
+    /// the poll rules slice the same exit branches, and SASS registers are redefined often.
+    reaches: RefCell<HashMap<(InstId, Reg), Reach>>,
     incomplete: Cell<bool>,
 }
 
@@ -69,6 +77,8 @@ impl<'f> FunctionAnalysis<'f> {
             dom_order: OnceCell::new(),
             def_sites: OnceCell::new(),
             loops: OnceCell::new(),
+            value_keys: RefCell::new(HashMap::new()),
+            reaches: RefCell::new(HashMap::new()),
             incomplete: Cell::new(false),
         }
     }

@@ -23,14 +23,15 @@ use std::time::Duration;
 use fencelint_diagnostics::Diagnostic;
 use fencelint_linter::{InputKind, PairedPtx, Settings, reorder};
 use fencelint_sass::FunctionSplitter;
-use fencelint_source::FileId;
+use fencelint_source::{Excerpt, FileId};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::elf::Elf;
+use super::snippets::{self, Snippet};
 use super::tools::{self, INSTALL_HINT, Tools};
 
-/// The id that diagnostics carry until their text is registered in the database.
-pub(crate) const PLACEHOLDER: FileId = FileId(u32::MAX);
+/// The id that diagnostics carry until their lines are cut out.
+const PLACEHOLDER: FileId = FileId(u32::MAX);
 
 /// The id of the cubin's own PTX ([`Companion`]) until it is registered.
 pub(crate) const COMPANION: FileId = FileId(u32::MAX - 1);
@@ -64,11 +65,12 @@ pub(crate) fn parse_arch(text: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
-/// A text with findings: its name, its text and its diagnostics (still on [`PLACEHOLDER`], and
-/// on [`COMPANION`] for labels in the cubin's own PTX).
+/// A text with findings: its name, the lines its labels point at, and its diagnostics (label
+/// `file` is the index of a snippet, see [`snippets::cut`], or [`COMPANION`] for labels in the
+/// cubin's own PTX).
 pub(crate) struct Finding {
     pub name: String,
-    pub text: String,
+    pub snippets: Vec<Snippet>,
     pub diagnostics: Vec<Diagnostic>,
     /// The PTX that the diagnostics' [`COMPANION`] labels point into.
     pub companion: Option<Arc<Companion>>,
@@ -249,15 +251,11 @@ pub(crate) fn lint_binaries(
             continue;
         }
         let mut diagnostics = companion.paired.diagnostics().to_vec();
-        for diagnostic in &mut diagnostics {
-            diagnostic.primary.file = PLACEHOLDER;
-            for label in &mut diagnostic.secondary {
-                label.file = PLACEHOLDER;
-            }
-        }
+        let snippets =
+            snippets::cut(&companion.text, Excerpt::default(), COMPANION, &mut diagnostics);
         outputs[unit.binary].findings.push(Finding {
             name: companion.name.clone(),
-            text: companion.text.clone(),
+            snippets,
             diagnostics,
             companion: None,
         });
@@ -557,7 +555,7 @@ fn lint_unit(
                     fencelint_linter::lint_text(PLACEHOLDER, &text, InputKind::Ptx, settings);
                 output.functions += lint.functions;
                 if !lint.diagnostics.is_empty() {
-                    output.findings.push(finding(label, text, lint.diagnostics, None));
+                    output.findings.push(finding(label, &text, lint.diagnostics, None));
                 }
             }
             Err(err) => {
@@ -622,7 +620,7 @@ fn lint_unit(
                 });
                 output.findings.push(finding(
                     format!("{label}:{}", chunk.function),
-                    text,
+                    &text,
                     lint.diagnostics,
                     companion.filter(|_| uses_ptx).cloned(),
                 ));
@@ -647,10 +645,11 @@ fn lint_unit(
 
 fn finding(
     name: String,
-    text: String,
+    text: &str,
     mut diagnostics: Vec<Diagnostic>,
     companion: Option<Arc<Companion>>,
 ) -> Finding {
+    let snippets = snippets::cut(text, Excerpt::default(), PLACEHOLDER, &mut diagnostics);
     for diagnostic in &mut diagnostics {
         if let Some(kernel) = &diagnostic.kernel
             && kernel.starts_with("_Z")
@@ -660,7 +659,7 @@ fn finding(
             diagnostic.kernel = Some(readable);
         }
     }
-    Finding { name, text, diagnostics, companion }
+    Finding { name, snippets, diagnostics, companion }
 }
 
 /// Demangles an Itanium C++ name (`_Z…`), or `None` if it is not one.

@@ -21,6 +21,10 @@ pub(crate) mod binary;
 mod elf;
 #[path = "pairs.rs"]
 pub(crate) mod pairs;
+#[path = "snippets.rs"]
+mod snippets;
+#[path = "stream.rs"]
+mod stream;
 #[path = "tools.rs"]
 mod tools;
 // Configuration and baselines decide what a run reports.
@@ -152,6 +156,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     }
 
     let (paths, problems) = inputs::collect(&args.paths);
+    let mut n_files = 0usize;
     let (binaries, paths): (Vec<InputPath>, Vec<InputPath>) =
         paths.into_iter().partition(|input| inputs::is_binary(&input.path));
     let mut db = SourceDb::new();
@@ -161,9 +166,50 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         diagnostics.push(input_error(file, 0, &problem.message));
     }
 
+    // Listings too large to hold are linted as they are read, function by function.
+    let (streamed, paths): (Vec<InputPath>, Vec<InputPath>) =
+        paths.into_iter().partition(|input| stream::should_stream(&input.path));
+    let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let mut n_streamed_functions = 0usize;
+    for input in &streamed {
+        n_files += 1;
+        let name = display_path(input);
+        let output = match std::fs::File::open(&input.path) {
+            Ok(file) => stream::lint_listing(
+                std::io::BufReader::with_capacity(1 << 20, file),
+                &settings,
+                workers,
+            ),
+            Err(err) => stream::StreamOutput {
+                findings: Vec::new(),
+                functions: 0,
+                error: Some((0, format!("cannot read file: {err}"))),
+            },
+        };
+        n_streamed_functions += output.functions;
+        if let Some((offset, message)) = output.error {
+            let base = fencelint_source::Excerpt { line: 0, column: 0, offset };
+            let file = db.add_excerpt(name.clone(), String::new(), base);
+            diagnostics.push(input_error(file, 0, &message));
+        }
+        for found in output.findings {
+            let ids: Vec<FileId> = found
+                .snippets
+                .into_iter()
+                .map(|snippet| db.add_excerpt(name.clone(), snippet.text, snippet.base))
+                .collect();
+            for mut diagnostic in found.diagnostics {
+                diagnostic.primary.file = ids[diagnostic.primary.file.0 as usize];
+                for label in &mut diagnostic.secondary {
+                    label.file = ids[label.file.0 as usize];
+                }
+                diagnostics.push(diagnostic);
+            }
+        }
+    }
+
     let read: Vec<_> = paths.par_iter().map(inputs::read).collect();
     let mut jobs = Vec::new();
-    let mut n_files = 0usize;
     for (input, read) in paths.iter().zip(read) {
         if read.kind.is_none() && read.fatal.is_none() {
             continue; // a `.json` found in a directory that is not disassembly
@@ -189,7 +235,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         progress: !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
     };
     let named: Vec<_> = binaries.iter().map(|b| (b.path.clone(), display_path(b))).collect();
-    let mut n_kernels = 0usize;
+    let mut n_kernels = n_streamed_functions;
     for (input, output) in binaries.iter().zip(binary::lint_binaries(&named, &options, &settings)) {
         if output.no_cuda && !input.explicit {
             continue; // a host-only library found in a directory
@@ -203,7 +249,11 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         // A cubin's own PTX is registered once, however many of its functions point into it.
         let mut companions: Vec<(std::sync::Arc<binary::Companion>, FileId)> = Vec::new();
         for finding in output.findings {
-            let id = db.add(finding.name, finding.text);
+            let ids: Vec<FileId> = finding
+                .snippets
+                .into_iter()
+                .map(|snippet| db.add_excerpt(finding.name.clone(), snippet.text, snippet.base))
+                .collect();
             let companion = finding.companion.map(|companion| {
                 if let Some((_, file)) =
                     companions.iter().find(|(known, _)| std::sync::Arc::ptr_eq(known, &companion))
@@ -216,7 +266,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
             });
             let remap = |file: FileId| match companion {
                 Some(ptx) if file == binary::COMPANION => ptx,
-                _ => id,
+                _ => ids[file.0 as usize],
             };
             for mut diagnostic in finding.diagnostics {
                 diagnostic.primary.file = remap(diagnostic.primary.file);

@@ -164,3 +164,34 @@ fn a_missing_file_is_reported_and_others_are_linted() {
     assert!(stdout(&out).contains("does/not/exist.ptx:1:1: error[input-error]: cannot read"));
     assert!(stdout(&out).contains("error[spin-poll-without-acquire]"));
 }
+
+/// A listing above the streaming threshold is linted function by function as it is read; the
+/// findings, their lines, columns and byte offsets are those of the whole-file path.
+#[test]
+fn a_streamed_listing_reports_what_the_whole_file_path_reports() {
+    for listing in [
+        "fixtures/compiled/sm_90a/spin_poll.cuobjdump.sass",
+        "fixtures/compiled/sm_90a/spin_poll.nvdisasm.sass",
+        "fixtures/compiled/sm_100a/tcgen05.nvdisasm-gp.sass",
+        "fixtures/compiled/sm_90a/tma.nvdisasm.sass",
+    ] {
+        let args = ["check", "--format", "json", "--locations", "input", listing];
+        let whole = common::command(&args).output().unwrap();
+        let streamed = common::command(&args).env("FENCELINT_STREAM_MIN", "1").output().unwrap();
+        let json = |out: &std::process::Output| -> serde_json::Value {
+            let mut doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            doc.as_object_mut().unwrap().remove("elapsed_ms");
+            doc
+        };
+        let (a, b) = (json(&whole), json(&streamed));
+        let rules: Vec<&str> = a["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["rule"].as_str().unwrap())
+            .collect();
+        assert!(rules.iter().any(|r| !r.ends_with("-error")), "{listing}: {rules:?}");
+        assert_eq!(a["diagnostics"], b["diagnostics"], "{listing}");
+        assert_eq!(whole.status.code(), streamed.status.code());
+    }
+}

@@ -110,19 +110,48 @@ pub struct LineCol {
     pub column: u32,
 }
 
-/// One file's name, text and cached line starts.
+/// One file's name, text and cached line starts. The text is the whole file, or an excerpt of
+/// a file too large to hold (one function of a streamed listing): then `base` says where the
+/// excerpt starts, and every line, column and byte offset reported is one of the whole file.
 #[derive(Debug, Clone)]
 pub struct SourceFile {
     name: String,
     text: String,
     line_starts: Vec<u32>,
+    base: Excerpt,
+}
+
+/// Where an excerpt starts in its file (all zero for a whole file).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Excerpt {
+    /// The 0-based line of the file where the excerpt starts.
+    pub line: u32,
+    /// The 0-based character column of the excerpt's first byte on that line.
+    pub column: u32,
+    /// The byte offset of the excerpt in the file.
+    pub offset: u64,
 }
 
 impl SourceFile {
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
+        Self::excerpt(name, text, Excerpt::default())
+    }
+
+    /// A part of a larger file, starting at `base`.
+    pub fn excerpt(name: impl Into<String>, text: impl Into<String>, base: Excerpt) -> Self {
         let text = text.into();
         let line_starts = line_starts(&text);
-        Self { name: name.into(), text, line_starts }
+        Self { name: name.into(), text, line_starts, base }
+    }
+
+    /// Where the text starts in its file.
+    pub fn base(&self) -> Excerpt {
+        self.base
+    }
+
+    /// The byte offset in the whole file of `offset` in the text.
+    pub fn file_offset(&self, offset: u32) -> u64 {
+        self.base.offset + u64::from(offset)
     }
 
     pub fn name(&self) -> &str {
@@ -165,8 +194,11 @@ impl SourceFile {
         while !self.text.is_char_boundary(end) {
             end -= 1;
         }
-        let column = self.text[start..end].chars().count() + 1;
-        LineCol { line: line as u32 + 1, column: column as u32 }
+        let mut column = self.text[start..end].chars().count() as u32 + 1;
+        if line == 0 {
+            column += self.base.column;
+        }
+        LineCol { line: line as u32 + 1 + self.base.line, column }
     }
 }
 
@@ -192,8 +224,18 @@ impl SourceDb {
     }
 
     pub fn add(&mut self, name: impl Into<String>, text: impl Into<String>) -> FileId {
+        self.add_excerpt(name, text, Excerpt::default())
+    }
+
+    /// Adds a part of a file that starts at `base` (see [`SourceFile::excerpt`]).
+    pub fn add_excerpt(
+        &mut self,
+        name: impl Into<String>,
+        text: impl Into<String>,
+        base: Excerpt,
+    ) -> FileId {
         let id = FileId(u32::try_from(self.files.len()).expect("fewer than 2^32 files"));
-        self.files.push(SourceFile::new(name, text));
+        self.files.push(SourceFile::excerpt(name, text, base));
         id
     }
 
@@ -258,6 +300,32 @@ impl<'a> codespan_reporting::files::Files<'a> for SourceDb {
             file.line_starts.get(line_index + 1).map_or(file.text.len(), |&next| next as usize);
         Ok(start..end)
     }
+
+    fn line_number(
+        &'a self,
+        id: FileId,
+        line_index: usize,
+    ) -> Result<usize, codespan_reporting::files::Error> {
+        let file = self.get(id).ok_or(codespan_reporting::files::Error::FileMissing)?;
+        Ok(line_index + 1 + file.base.line as usize)
+    }
+
+    fn column_number(
+        &'a self,
+        id: FileId,
+        line_index: usize,
+        byte_index: usize,
+    ) -> Result<usize, codespan_reporting::files::Error> {
+        let file = self.get(id).ok_or(codespan_reporting::files::Error::FileMissing)?;
+        let range = self.line_range(id, line_index)?;
+        let end = byte_index.clamp(range.start, range.end);
+        let mut column =
+            file.text.get(range.start..end).map_or(end - range.start, |t| t.chars().count()) + 1;
+        if line_index == 0 {
+            column += file.base.column as usize;
+        }
+        Ok(column)
+    }
 }
 
 #[cfg(test)]
@@ -271,6 +339,23 @@ mod tests {
         assert_eq!(file.line_col(3), LineCol { line: 2, column: 1 });
         assert_eq!(file.line_col(5), LineCol { line: 2, column: 2 });
         assert_eq!(file.line_range(1), Some(3..6));
+    }
+
+    #[test]
+    fn an_excerpt_reports_positions_in_its_whole_file() {
+        let base = Excerpt { line: 41, column: 0, offset: 1000 };
+        let file = SourceFile::excerpt("big.sass", "a\nbc\n", base);
+        assert_eq!(file.line_col(3), LineCol { line: 43, column: 2 });
+        assert_eq!(file.file_offset(3), 1003);
+        // A JSON excerpt starts inside the file's one line.
+        let json =
+            SourceFile::excerpt("k.json", "{\"x\":1}", Excerpt { line: 0, column: 70, offset: 70 });
+        assert_eq!(json.line_col(1), LineCol { line: 1, column: 72 });
+        let mut db = SourceDb::new();
+        let id = db.add_excerpt("big.sass", "a\nbc\n", base);
+        let files: &dyn for<'a> Fn(&'a SourceDb) -> usize =
+            &|db| codespan_reporting::files::Files::line_number(db, id, 1).unwrap();
+        assert_eq!(files(&db), 43);
     }
 
     #[test]

@@ -24,8 +24,8 @@ struct JsonLine<'a> {
 
 #[derive(Serialize)]
 struct JsonSpan {
-    start: u32,
-    end: u32,
+    start: u64,
+    end: u64,
     line: u32,
     column: u32,
     end_line: u32,
@@ -65,8 +65,8 @@ fn span(db: &SourceDb, label: &Label) -> JsonSpan {
     let start = file.line_col(label.range.start);
     let end = file.line_col(label.range.end);
     JsonSpan {
-        start: label.range.start,
-        end: label.range.end,
+        start: file.file_offset(label.range.start),
+        end: file.file_offset(label.range.end),
         line: start.line,
         column: start.column,
         end_line: end.line,

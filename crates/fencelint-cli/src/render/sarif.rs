@@ -308,7 +308,7 @@ fn input_location(db: &SourceDb, label: &Label, paths: &Paths<'_>) -> PhysicalLo
         .start_column(i64::from(start.column))
         .end_line(i64::from(end.line))
         .end_column(i64::from(end.column))
-        .byte_offset(i64::from(label.range.start))
+        .byte_offset(i64::try_from(file.file_offset(label.range.start)).unwrap_or(i64::MAX))
         .byte_length(i64::from(label.range.len()))
         .build();
     let mut physical = PhysicalLocation::builder()

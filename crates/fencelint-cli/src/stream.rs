@@ -1,0 +1,147 @@
+//! Linting a SASS listing too large to hold in memory (the `cuobjdump -sass` text of NCCL's
+//! `sm_90` cubin is 1.6 GB). The file is read once, cut into functions by
+//! `fencelint_sass::FunctionSplitter` on the reading thread and linted by worker threads; a
+//! bounded channel between them keeps at most a few functions in flight. Only functions with
+//! findings are kept, as excerpts that report lines, columns and byte offsets of the whole file.
+
+use std::io::BufRead;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::sync_channel;
+
+use fencelint_diagnostics::Diagnostic;
+use fencelint_linter::{InputKind, Settings};
+use fencelint_sass::{FunctionSplitter, SassChunk, SassFormat};
+use fencelint_source::{Excerpt, FileId};
+
+use super::snippets::{self, Snippet};
+
+/// Text inputs at least this large are streamed when their first bytes read as SASS text
+/// (`cuobjdump -sass` or `nvdisasm`; nvdisasm JSON is one document and is read whole).
+pub(crate) const STREAM_MIN: u64 = 8 << 20;
+
+/// Whether the file at `path` is a SASS text listing to stream.
+pub(crate) fn should_stream(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let Ok(meta) = std::fs::metadata(path) else { return false };
+    // `FENCELINT_STREAM_MIN` (bytes) moves the threshold, for tests and measurements.
+    let min = std::env::var("FENCELINT_STREAM_MIN")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(STREAM_MIN);
+    if !meta.is_file() || meta.len() < min {
+        return false;
+    }
+    let mut head = Vec::with_capacity(64 << 10);
+    let Ok(file) = std::fs::File::open(path) else { return false };
+    if file.take(64 << 10).read_to_end(&mut head).is_err() || head.contains(&0) {
+        return false;
+    }
+    let text = String::from_utf8_lossy(&head);
+    matches!(
+        fencelint_linter::detect(&text),
+        Some(InputKind::Sass(SassFormat::CuobjdumpText | SassFormat::NvdisasmText))
+    )
+}
+
+/// The id that diagnostics carry until their lines are cut out.
+const PLACEHOLDER: FileId = FileId(u32::MAX);
+
+/// A function with findings: the lines its labels point at, and its diagnostics (label `file`
+/// is the index of the snippet, see [`snippets::cut`]).
+pub(crate) struct Excerpted {
+    pub snippets: Vec<Snippet>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+pub(crate) struct StreamOutput {
+    /// In the order of the file.
+    pub findings: Vec<Excerpted>,
+    pub functions: usize,
+    /// A read error, with the byte offset reached.
+    pub error: Option<(u64, String)>,
+}
+
+/// Lints the SASS text listing that `reader` yields on `workers` threads besides the reading
+/// one.
+pub(crate) fn lint_listing<R: BufRead>(
+    reader: R,
+    settings: &Settings,
+    workers: usize,
+) -> StreamOutput {
+    let (sender, receiver) = sync_channel::<(usize, SassChunk)>(workers * 4);
+    let receiver = Mutex::new(receiver);
+    let found: Mutex<Vec<(usize, Excerpted)>> = Mutex::new(Vec::new());
+    let functions = AtomicUsize::new(0);
+    let mut error = None;
+    std::thread::scope(|scope| {
+        for _ in 0..workers.max(1) {
+            scope.spawn(|| {
+                loop {
+                    let next =
+                        receiver.lock().unwrap_or_else(std::sync::PoisonError::into_inner).recv();
+                    let Ok((index, chunk)) = next else { break };
+                    let (n, excerpt) = lint_chunk(chunk, settings);
+                    functions.fetch_add(n, Ordering::Relaxed);
+                    if let Some(excerpt) = excerpt {
+                        found
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .push((index, excerpt));
+                    }
+                }
+            });
+        }
+        let mut offset = 0;
+        for (index, chunk) in FunctionSplitter::new(reader).enumerate() {
+            match chunk {
+                Ok(chunk) => {
+                    offset = chunk.offset + chunk.text.len() as u64;
+                    if sender.send((index, chunk)).is_err() {
+                        break;
+                    }
+                }
+                Err(err) => {
+                    error = Some((offset, format!("reading stopped: {err}")));
+                    break;
+                }
+            }
+        }
+        drop(sender);
+    });
+    let mut findings = found.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    findings.sort_by_key(|(index, _)| *index);
+    StreamOutput {
+        findings: findings.into_iter().map(|(_, excerpt)| excerpt).collect(),
+        functions: functions.into_inner(),
+        error,
+    }
+}
+
+/// Lints one function. A text chunk that follows an architecture header gets a `.target` line
+/// in front, on the line before its own first line, so that lowering knows the architecture and
+/// every position still maps back to the file.
+fn lint_chunk(chunk: SassChunk, settings: &Settings) -> (usize, Option<Excerpted>) {
+    let (text, base) = match chunk.arch {
+        Some(arch) if chunk.line > 0 => {
+            let prefix = format!("\t.target\t{arch}\n");
+            let base = Excerpt {
+                line: u32::try_from(chunk.line - 1).unwrap_or(u32::MAX),
+                column: 0,
+                offset: chunk.offset.saturating_sub(prefix.len() as u64),
+            };
+            (prefix + &chunk.text, base)
+        }
+        _ => {
+            let line = u32::try_from(chunk.line).unwrap_or(u32::MAX);
+            (chunk.text, Excerpt { line, column: 0, offset: chunk.offset })
+        }
+    };
+    let mut lint =
+        fencelint_linter::lint_text(PLACEHOLDER, &text, InputKind::Sass(chunk.format), settings);
+    if lint.diagnostics.is_empty() {
+        return (lint.functions, None);
+    }
+    let snippets = snippets::cut(&text, base, PLACEHOLDER, &mut lint.diagnostics);
+    (lint.functions, Some(Excerpted { snippets, diagnostics: lint.diagnostics }))
+}

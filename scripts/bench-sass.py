@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""SASS benchmarks: fencelint side by side with `wc -l` and with NVIDIA's disassembler.
+
+Usage:
+  scripts/bench-sass.py listing [--runs N] FILE...
+      `fencelint check FILE` (SASS text or JSON already on disk) against `wc -l FILE`,
+      alternating, N runs each (default 5): medians, the ratio fencelint/wc, throughput and
+      fencelint's peak resident set (VmHWM of the process itself, sampled every 50 ms).
+  scripts/bench-sass.py disassemble [--format cuobjdump|nvdisasm|json] --out FILE CUBIN...
+      Writes the listing of the cubins to FILE (to have a large listing to measure).
+  scripts/bench-sass.py library [--arch sm_90] [--runs N] LIB
+      `fencelint check LIB --arch sm_90` against
+      `cuobjdump -sass --gpu-architecture sm_90 LIB > /dev/null`, alternating, N runs each
+      (default 1; each run takes minutes): medians, the ratio fencelint/cuobjdump, and the
+      peak resident set of fencelint itself and of the largest disassembler process.
+
+Environment: FENCELINT (default target/release/fencelint, built when missing),
+FENCELINT_CUDA_BIN (the folder with cuobjdump and nvdisasm; default: PATH).
+The load average is printed with every result: these machines are noisy.
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def fencelint_binary():
+    path = os.environ.get("FENCELINT") or os.path.join(REPO, "target/release/fencelint")
+    if not os.path.exists(path):
+        subprocess.run(["cargo", "build", "-q", "--release", "-p", "fencelint-cli"], cwd=REPO, check=True)
+    return path
+
+
+def tool(name):
+    folder = os.environ.get("FENCELINT_CUDA_BIN")
+    path = os.path.join(folder, name) if folder else shutil.which(name)
+    if not path or not os.path.exists(path):
+        sys.exit(f"bench-sass: `{name}` not found; set FENCELINT_CUDA_BIN")
+    return path
+
+
+def tree_hwm(root_pid):
+    """Peak resident set (kB) of `root_pid` and of its largest descendant, from /proc."""
+    own, largest = 0, 0
+    try:
+        with open(f"/proc/{root_pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    own = int(line.split()[1])
+        children = []
+        for task in os.listdir(f"/proc/{root_pid}/task"):
+            with open(f"/proc/{root_pid}/task/{task}/children") as f:
+                children += [int(p) for p in f.read().split()]
+        for child in children:
+            c_own, c_largest = tree_hwm(child)
+            largest = max(largest, c_own, c_largest)
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        pass
+    return own, largest
+
+
+def run(cmd, stdout=subprocess.DEVNULL, ok=(0,)):
+    """Wall time and sampled peak memory (own, largest child) of one run."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE)
+    peak = [0, 0]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            own, child = tree_hwm(proc.pid)
+            peak[0], peak[1] = max(peak[0], own), max(peak[1], child)
+            done.wait(0.05)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    _, stderr = proc.communicate()
+    wall = time.perf_counter() - start
+    done.set()
+    sampler.join()
+    if proc.returncode not in ok:
+        sys.exit(f"bench-sass: {cmd[0]} exited {proc.returncode}: {stderr.decode()[-600:]}")
+    return wall, peak[0], peak[1]
+
+
+def load():
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def listing(args):
+    fencelint = fencelint_binary()
+    print(f"cores {os.cpu_count()}, fencelint {fencelint}")
+    print(f"{'file':<44} {'MB':>7} {'wc -l s':>8} {'fencelint s':>12} {'ratio':>6} {'MB/s':>7} {'peak MB':>8} {'load':>14}")
+    for path in args.files:
+        size = os.path.getsize(path) / 1e6
+        wc, lint, peak = [], [], 0
+        for _ in range(args.runs):
+            wc.append(run(["wc", "-l", path])[0])
+            wall, own, _ = run([fencelint, "check", "--quiet", "--format", "short", path], ok=(0, 1))
+            lint.append(wall)
+            peak = max(peak, own)
+        w, f = statistics.median(wc), statistics.median(lint)
+        print(f"{os.path.basename(path):<44} {size:>7.0f} {w:>8.2f} {f:>12.2f} {f / w:>6.2f} {size / f:>7.0f} {peak / 1024:>8.0f} {load():>14}")
+
+
+def disassemble(args):
+    with open(args.out, "wb") as out:
+        for cubin in args.cubins:
+            if args.format == "cuobjdump":
+                cmd = [tool("cuobjdump"), "-sass", cubin]
+            elif args.format == "nvdisasm":
+                cmd = [tool("nvdisasm"), "-c", "-g", cubin]
+            else:
+                cmd = [tool("nvdisasm"), "-json", "-c", cubin]
+            subprocess.run(cmd, stdout=out, check=True)
+    print(f"{args.out}: {os.path.getsize(args.out) / 1e6:.0f} MB")
+
+
+def library(args):
+    fencelint = fencelint_binary()
+    cuobjdump = tool("cuobjdump")
+    print(f"cores {os.cpu_count()}, fencelint {fencelint}, {cuobjdump}")
+    reference, lint, own_peak, tool_peak = [], [], 0, 0
+    for _ in range(args.runs):
+        reference.append(run([cuobjdump, "-sass", "--gpu-architecture", args.arch, args.lib])[0])
+        print(f"  cuobjdump: {reference[-1]:.1f} s (load {load()})", flush=True)
+        wall, own, child = run(
+            [fencelint, "check", "--quiet", "--format", "short", "--tool-timeout", "7200",
+             "--arch", args.arch, args.lib],
+            ok=(0, 1),
+        )
+        lint.append(wall)
+        own_peak, tool_peak = max(own_peak, own), max(tool_peak, child)
+        print(f"  fencelint: {wall:.1f} s (load {load()})", flush=True)
+    r, f = statistics.median(reference), statistics.median(lint)
+    print(f"cuobjdump -sass {r:.1f} s, fencelint check {f:.1f} s, ratio {f / r:.2f}; "
+          f"fencelint peak {own_peak / 1024:.0f} MB, largest tool process {tool_peak / 1024:.0f} MB")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("listing")
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("files", nargs="+")
+    p.set_defaults(func=listing)
+    p = sub.add_parser("disassemble")
+    p.add_argument("--format", choices=["cuobjdump", "nvdisasm", "json"], default="cuobjdump")
+    p.add_argument("--out", required=True)
+    p.add_argument("cubins", nargs="+")
+    p.set_defaults(func=disassemble)
+    p = sub.add_parser("library")
+    p.add_argument("--arch", default="sm_90")
+    p.add_argument("--runs", type=int, default=1)
+    p.add_argument("lib")
+    p.set_defaults(func=library)
+    args = parser.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()
