@@ -15,6 +15,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc instead of the system allocator: linting allocates and frees many small IR nodes per
+/// function on several threads, and glibc's allocator returned and re-faulted pages often enough
+/// to take a tenth of the time on large listings (scripts/bench-sass.py).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "fencelint",

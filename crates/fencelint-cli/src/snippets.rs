@@ -77,7 +77,7 @@ pub(crate) fn cut(
 const MAX_GAP: usize = 8;
 
 fn newlines(text: &str) -> usize {
-    text.bytes().filter(|&b| b == b'\n').count()
+    memchr::memchr_iter(b'\n', text.as_bytes()).count()
 }
 
 fn labels(diagnostics: &[Diagnostic]) -> impl Iterator<Item = &Label> {

@@ -130,7 +130,9 @@ fn lint_chunk(chunk: SassChunk, settings: &Settings) -> (usize, Option<Excerpted
                 column: 0,
                 offset: chunk.offset.saturating_sub(prefix.len() as u64),
             };
-            (prefix + &chunk.text, base)
+            let mut text = chunk.text;
+            text.insert_str(0, &prefix);
+            (text, base)
         }
         _ => {
             let line = u32::try_from(chunk.line).unwrap_or(u32::MAX);
