@@ -213,6 +213,17 @@ fn non_utf8_bytes_in_a_comment() {
     assert_eq!(run.stdout.matches(FINDING).count(), 2, "{}", run.describe());
 }
 
+/// Found by the `pipeline` fuzz target: format detection looks at the first 64 KiB, and a
+/// character across that boundary made it panic.
+#[test]
+fn a_character_across_the_detection_window() {
+    let mut text = String::from("// ");
+    text.push_str(&"x".repeat(65_534 - text.len()));
+    text.push_str("\u{20ac}\n");
+    let run = bad_input("window.sass", text.as_bytes(), "not recognised");
+    assert!(!run.stderr.contains("panicked"), "{}", run.describe());
+}
+
 #[test]
 fn non_utf8_bytes_in_an_identifier() {
     let text = fs::read_to_string(repo().join(BAD)).unwrap();

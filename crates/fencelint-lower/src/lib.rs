@@ -35,8 +35,8 @@ pub fn detect(text: &str) -> Option<InputKind> {
 }
 
 fn looks_like_ptx(text: &str) -> bool {
-    let head = &text[..text.len().min(64 * 1024)];
-    let head = &head[..head.floor_char_boundary(head.len())];
+    // Cut at a character boundary: the 64 KiB limit may fall inside a character.
+    let head = &text[..text.floor_char_boundary(text.len().min(64 * 1024))];
     head.contains(".version")
         || head.contains(".entry")
         || head.contains(".target")
@@ -73,4 +73,21 @@ pub(crate) fn parse_error(
         Label::new(file, range, "not understood"),
     )
     .with_dialect(dialect)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by the `pipeline` fuzz target: a multi-byte character across the 64 KiB that
+    /// detection looks at made it slice inside the character and panic.
+    #[test]
+    fn detection_cuts_its_window_at_a_character_boundary() {
+        for pad in 65_533..=65_536 {
+            let text = format!("{}\u{20ac}.version 8.5\n", "a".repeat(pad));
+            assert_eq!(detect(&text), None, "pad {pad}");
+        }
+        let text = format!(".version 8.5\n{}\u{20ac}", "a".repeat(65_522));
+        assert_eq!(detect(&text), Some(InputKind::Ptx));
+    }
 }
