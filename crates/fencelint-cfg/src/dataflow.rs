@@ -50,7 +50,7 @@ impl FunctionAnalysis<'_> {
         let cfg = &self.cfg;
         let mut reach = Reach::default();
         let mut defs = BTreeSet::new();
-        let mut seen = vec![false; cfg.blocks.len()];
+        let mut seen = self.visited(&self.reach_marks);
         let mut steps = 0usize;
 
         // Scan backward from `at` within its block, then through predecessors.
@@ -82,7 +82,7 @@ impl FunctionAnalysis<'_> {
             let mut has_pred = false;
             for pred in cfg.predecessors(block) {
                 has_pred = true;
-                if !std::mem::replace(&mut seen[pred.index()], true) {
+                if seen.insert(pred) {
                     work.push((pred, None));
                 }
             }
@@ -150,12 +150,12 @@ impl FunctionAnalysis<'_> {
         let cfg = &self.cfg;
         let mut found = Vec::new();
         let mut found_set = BTreeSet::new();
-        let mut seen = vec![false; cfg.blocks.len()];
+        let mut seen = self.visited(&self.walk_marks);
         let mut steps = 0usize;
         let mut work: VecDeque<(BlockId, Option<InstId>)> = match from {
             Point::After(inst) => VecDeque::from([(cfg.block_of(inst), Some(inst))]),
             Point::BlockStart(block) => {
-                seen[block.index()] = true;
+                seen.insert(block);
                 VecDeque::from([(block, None)])
             }
         };
@@ -182,7 +182,7 @@ impl FunctionAnalysis<'_> {
                 continue;
             }
             for succ in cfg.successors(block) {
-                if !std::mem::replace(&mut seen[succ.index()], true) {
+                if seen.insert(succ) {
                     work.push_back((succ, None));
                 }
             }

@@ -19,7 +19,7 @@ pub use dataflow::{Point, Reach};
 pub use loops::Loop;
 pub use object::AddrSum;
 
-use std::cell::{Cell, OnceCell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell, RefMut};
 use std::collections::HashMap;
 
 use fencelint_ir::{Function, InstId, Reg};
@@ -60,7 +60,42 @@ pub struct FunctionAnalysis<'f> {
     /// Reaching definitions already computed by a walk ([`FunctionAnalysis::reaching_defs`]):
     /// the poll rules slice the same exit branches, and SASS registers are redefined often.
     reaches: RefCell<HashMap<(InstId, Reg), Reach>>,
+    /// Visited-block marks reused by the walks, so that a short walk in a function of many
+    /// blocks does not allocate and clear a mark per block (see [`Visited`]).
+    reach_marks: RefCell<Marks>,
+    walk_marks: RefCell<Marks>,
     incomplete: Cell<bool>,
+}
+
+/// Block marks that are cleared in constant time: a block is marked when its stamp equals the
+/// current generation.
+#[derive(Default)]
+pub(crate) struct Marks {
+    stamps: Vec<u32>,
+    generation: u32,
+}
+
+/// The blocks one walk has visited.
+pub(crate) enum Visited<'a> {
+    Shared(RefMut<'a, Marks>),
+    /// When the shared marks are in use by an enclosing walk.
+    Own(Vec<bool>),
+}
+
+impl Visited<'_> {
+    /// Marks `block`; `true` when it was not marked yet.
+    pub(crate) fn insert(&mut self, block: BlockId) -> bool {
+        match self {
+            Self::Shared(marks) => {
+                let generation = marks.generation;
+                let stamp = &mut marks.stamps[block.index()];
+                let new = *stamp != generation;
+                *stamp = generation;
+                new
+            }
+            Self::Own(seen) => !std::mem::replace(&mut seen[block.index()], true),
+        }
+    }
 }
 
 impl<'f> FunctionAnalysis<'f> {
@@ -79,8 +114,26 @@ impl<'f> FunctionAnalysis<'f> {
             loops: OnceCell::new(),
             value_keys: RefCell::new(HashMap::new()),
             reaches: RefCell::new(HashMap::new()),
+            reach_marks: RefCell::new(Marks::default()),
+            walk_marks: RefCell::new(Marks::default()),
             incomplete: Cell::new(false),
         }
+    }
+
+    /// Fresh visited-block marks for one walk, from `marks` when no enclosing walk holds them.
+    pub(crate) fn visited<'a>(&self, marks: &'a RefCell<Marks>) -> Visited<'a> {
+        let n = self.cfg.blocks.len();
+        let Ok(mut shared) = marks.try_borrow_mut() else { return Visited::Own(vec![false; n]) };
+        if shared.stamps.len() != n {
+            shared.stamps = vec![0; n];
+            shared.generation = 0;
+        }
+        shared.generation = shared.generation.wrapping_add(1);
+        if shared.generation == 0 {
+            shared.stamps.fill(0);
+            shared.generation = 1;
+        }
+        Visited::Shared(shared)
     }
 
     pub fn dominators(&self) -> &Dominators<NodeIndex> {

@@ -156,9 +156,10 @@ impl<R: BufRead> FunctionSplitter<R> {
 
     fn finish_chunk(&mut self) -> Option<SassChunk> {
         let function = self.function.take()?;
-        let bytes = std::mem::take(&mut self.chunk);
-        let text = String::from_utf8(bytes)
-            .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned());
+        // An exact-size copy: the buffer keeps its capacity for the next function instead of
+        // growing again from nothing (which cost a tenth of the time on NCCL's listings).
+        let text = String::from_utf8_lossy(&self.chunk).into_owned();
+        self.chunk.clear();
         self.has_code = false;
         Some(SassChunk {
             text,
