@@ -9,10 +9,10 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::sync_channel;
 
-use fencelint_diagnostics::Diagnostic;
+use fencelint_diagnostics::{Diagnostic, Label, Severity, codes};
 use fencelint_linter::{InputKind, Settings};
 use fencelint_sass::{FunctionSplitter, SassChunk, SassFormat};
-use fencelint_source::{Excerpt, FileId};
+use fencelint_source::{Excerpt, FileId, TextRange};
 
 use super::snippets::{self, Snippet};
 
@@ -141,6 +141,16 @@ fn lint_chunk(chunk: SassChunk, settings: &Settings) -> (usize, Option<Excerpted
     };
     let mut lint =
         fencelint_linter::lint_text(PLACEHOLDER, &text, InputKind::Sass(chunk.format), settings);
+    // The splitter replaced bytes that are not UTF-8; say so, as the whole-file path does.
+    if let Some(at) = text.find('\u{fffd}') {
+        lint.diagnostics.push(Diagnostic::new(
+            codes::INPUT_ERROR,
+            Severity::Error,
+            "invalid UTF-8 in this function; the invalid bytes were replaced and the rest was linted"
+                .to_owned(),
+            Label::new(PLACEHOLDER, TextRange::empty(at as u32), ""),
+        ));
+    }
     if lint.diagnostics.is_empty() {
         return (lint.functions, None);
     }

@@ -195,3 +195,22 @@ fn a_streamed_listing_reports_what_the_whole_file_path_reports() {
         assert_eq!(whole.status.code(), streamed.status.code());
     }
 }
+
+/// Bytes that are not UTF-8 in a streamed listing are reported like in a file read whole.
+#[test]
+fn a_streamed_listing_reports_invalid_utf8() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes =
+        fs::read(repo().join("fixtures/compiled/sm_90a/spin_poll.nvdisasm.sass")).unwrap();
+    let at = bytes.windows(4).position(|w| w == b"LDG.").unwrap();
+    bytes.insert(at + 2, 0xff);
+    let path = dir.path().join("k.sass");
+    fs::write(&path, bytes).unwrap();
+    let out = common::command(&["check", "--format", "short", path.to_str().unwrap()])
+        .env("FENCELINT_STREAM_MIN", "1")
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("error[input-error]: invalid UTF-8"), "{text}");
+}
