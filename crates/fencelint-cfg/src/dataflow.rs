@@ -53,23 +53,23 @@ impl FunctionAnalysis<'_> {
         let mut seen = self.visited(&self.reach_marks);
         let mut steps = 0usize;
 
-        // Scan backward from `at` within its block, then through predecessors.
+        // Scan backward from `at` within its block, then through predecessors. Only the
+        // definitions of `reg` inside a block are looked at (found by binary search in the
+        // sorted definition sites), so a block without one costs a step, not its length.
+        let sites = self.def_sites(reg);
         let mut work: Vec<(BlockId, Option<InstId>)> = vec![(cfg.block_of(at), Some(at))];
         while let Some((block, before)) = work.pop() {
-            let ids = cfg.block(block).ids();
+            let range = &cfg.block(block).insts;
+            let end = before.map_or(range.end, |b| b.0.clamp(range.start, range.end));
+            let from = sites.partition_point(|id| id.0 < range.start);
+            let to = sites.partition_point(|id| id.0 < end);
+            steps += 1 + (to - from);
             let mut killed = false;
-            for id in ids.rev() {
-                if before.is_some_and(|b| id >= b) {
-                    continue;
-                }
-                steps += 1;
-                let inst = self.func.inst(id);
-                if inst.defs.contains(&reg) {
-                    defs.insert(id);
-                    if inst.guard.is_none() {
-                        killed = true;
-                        break;
-                    }
+            for &id in sites[from..to].iter().rev() {
+                defs.insert(id);
+                if self.func.inst(id).guard.is_none() {
+                    killed = true;
+                    break;
                 }
             }
             if killed {

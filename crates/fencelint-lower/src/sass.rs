@@ -112,6 +112,7 @@ fn lower_function<'a>(
         .filter(|i| !i.guard.is_some_and(fencelint_sass::Guard::is_never))
         .collect();
     let addresses: Vec<u64> = kept.iter().map(|i| i.address).collect();
+    out.insts.reserve_exact(kept.len());
     for inst in &kept {
         let class = cache.entry(inst.opcode).or_insert_with(|| table.classify(inst.opcode));
         let lowered = lower_inst(&mut out, inst, class, table, &addresses, base);
