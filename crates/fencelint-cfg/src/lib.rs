@@ -20,12 +20,12 @@ pub use loops::Loop;
 pub use object::AddrSum;
 
 use std::cell::{Cell, OnceCell, RefCell, RefMut};
-use std::collections::HashMap;
 
 use fencelint_ir::{Function, InstId, Reg};
 
 use petgraph::algo::dominators::{self, Dominators};
 use petgraph::graph::NodeIndex;
+use rustc_hash::FxHashMap;
 
 /// Work limits for one function's walks. Exceeding one marks the analysis incomplete.
 #[derive(Clone, Copy, Debug)]
@@ -56,10 +56,10 @@ pub struct FunctionAnalysis<'f> {
     loops: OnceCell<Vec<Loop>>,
     /// Canonical register values already computed ([`FunctionAnalysis::value_key`]): rules ask
     /// for the address of the same instruction once per poll, wait or fence they check.
-    value_keys: RefCell<HashMap<(InstId, Reg), AddrKey>>,
+    value_keys: RefCell<FxHashMap<(InstId, Reg), AddrKey>>,
     /// Reaching definitions already computed by a walk ([`FunctionAnalysis::reaching_defs`]):
     /// the poll rules slice the same exit branches, and SASS registers are redefined often.
-    reaches: RefCell<HashMap<(InstId, Reg), Reach>>,
+    reaches: RefCell<FxHashMap<(InstId, Reg), Reach>>,
     /// Visited-block marks reused by the walks, so that a short walk in a function of many
     /// blocks does not allocate and clear a mark per block (see [`Visited`]).
     reach_marks: RefCell<Marks>,
@@ -112,8 +112,8 @@ impl<'f> FunctionAnalysis<'f> {
             dom_order: OnceCell::new(),
             def_sites: OnceCell::new(),
             loops: OnceCell::new(),
-            value_keys: RefCell::new(HashMap::new()),
-            reaches: RefCell::new(HashMap::new()),
+            value_keys: RefCell::new(FxHashMap::default()),
+            reaches: RefCell::new(FxHashMap::default()),
             reach_marks: RefCell::new(Marks::default()),
             walk_marks: RefCell::new(Marks::default()),
             incomplete: Cell::new(false),

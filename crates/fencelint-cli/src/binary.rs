@@ -589,18 +589,16 @@ fn lint_unit(
     let cwd = path.parent();
     let mut n_chunks = 0usize;
     let result = tools::run_streaming(tool, &args, cwd, options.timeout, |reader| {
-        for chunk in FunctionSplitter::new(reader) {
+        for chunk in FunctionSplitter::new(reader).with_target_lines() {
             let chunk = chunk?;
             n_chunks += 1;
-            let arch = chunk.arch.map(|a| a.to_string()).or_else(|| unit.arch.clone());
-            let mut text = String::with_capacity(chunk.text.len() + 24);
-            if let Some(arch) = &arch {
-                text.push_str("\t.target\t");
-                text.push_str(arch);
-                text.push('\n');
+            let mut text = chunk.text;
+            // The listing did not name the architecture: the cubin's name does.
+            if chunk.target_line == 0
+                && let Some(arch) = &unit.arch
+            {
+                text.insert_str(0, &format!("\t.target\t{arch}\n"));
             }
-            text.push_str(&chunk.text);
-            drop(chunk.text);
             let kind = InputKind::Sass(chunk.format);
             let lint = match companion {
                 Some(companion) => fencelint_linter::lint_sass_paired(

@@ -93,10 +93,11 @@ pub(crate) fn lint_listing<R: BufRead>(
             });
         }
         let mut offset = 0;
-        for (index, chunk) in FunctionSplitter::new(reader).enumerate() {
+        for (index, chunk) in FunctionSplitter::new(reader).with_target_lines().enumerate() {
             match chunk {
                 Ok(chunk) => {
-                    offset = chunk.offset + chunk.text.len() as u64;
+                    offset =
+                        chunk.offset + (chunk.text.len() as u64 - u64::from(chunk.target_line));
                     if sender.send((index, chunk)).is_err() {
                         break;
                     }
@@ -118,27 +119,17 @@ pub(crate) fn lint_listing<R: BufRead>(
     }
 }
 
-/// Lints one function. A text chunk that follows an architecture header gets a `.target` line
-/// in front, on the line before its own first line, so that lowering knows the architecture and
-/// every position still maps back to the file.
+/// Lints one function. The splitter put a `.target` line in front of a function whose
+/// architecture the stream named, on the line before the function's own first line, so that
+/// lowering knows the architecture and every position still maps back to the file.
 fn lint_chunk(chunk: SassChunk, settings: &Settings) -> (usize, Option<Excerpted>) {
-    let (text, base) = match chunk.arch {
-        Some(arch) if chunk.line > 0 => {
-            let prefix = format!("\t.target\t{arch}\n");
-            let base = Excerpt {
-                line: u32::try_from(chunk.line - 1).unwrap_or(u32::MAX),
-                column: 0,
-                offset: chunk.offset.saturating_sub(prefix.len() as u64),
-            };
-            let mut text = chunk.text;
-            text.insert_str(0, &prefix);
-            (text, base)
-        }
-        _ => {
-            let line = u32::try_from(chunk.line).unwrap_or(u32::MAX);
-            (chunk.text, Excerpt { line, column: 0, offset: chunk.offset })
-        }
+    let prefix = u64::from(chunk.target_line);
+    let base = Excerpt {
+        line: u32::try_from(chunk.line.saturating_sub(u64::from(prefix > 0))).unwrap_or(u32::MAX),
+        column: 0,
+        offset: chunk.offset.saturating_sub(prefix),
     };
+    let text = chunk.text;
     let mut lint =
         fencelint_linter::lint_text(PLACEHOLDER, &text, InputKind::Sass(chunk.format), settings);
     // The splitter replaced bytes that are not UTF-8; say so, as the whole-file path does.

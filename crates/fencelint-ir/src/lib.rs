@@ -8,7 +8,7 @@
 mod kinds;
 mod mem;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::fmt;
 
 pub use fencelint_source::{Dialect, FileId, SourceLocation, TextRange};
@@ -70,7 +70,7 @@ pub struct Function {
     pub regs: Vec<String>,
     /// Parameter names in declaration order (PTX).
     pub params: Vec<String>,
-    reg_index: HashMap<String, Reg>,
+    reg_index: FxHashMap<String, Reg>,
 }
 
 impl Function {

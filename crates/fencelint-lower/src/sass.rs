@@ -16,7 +16,7 @@
 
 mod table;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use fencelint_diagnostics::Diagnostic;
 use fencelint_ir::{
@@ -54,7 +54,7 @@ pub fn lower_text(file: FileId, text: &str, format: SassFormat, base: u32) -> Lo
 /// and fat-binary entry. `text` is the text the listing was parsed from.
 pub fn lower_module(file: FileId, text: &str, module: &SassModule<'_>, base: u32) -> Vec<Module> {
     let table = table::table();
-    let mut cache: HashMap<&str, Classification> = HashMap::new();
+    let mut cache: FxHashMap<&str, Classification> = FxHashMap::default();
     let mut modules: Vec<Module> = Vec::new();
     let mut current_key = None;
     for func in &module.functions {
@@ -103,7 +103,7 @@ fn lower_function<'a>(
     format: SassFormat,
     base: u32,
     table: &table::Table,
-    cache: &mut HashMap<&'a str, Classification>,
+    cache: &mut FxHashMap<&'a str, Classification>,
 ) -> Function {
     let mut out = Function::new(func.name, is_kernel(func, text, format), func.range.shifted(base));
     let kept: Vec<&SassInst<'a>> = func

@@ -36,10 +36,15 @@ pub struct SassChunk {
     pub arch: Option<Arch>,
     /// The `identifier = x.cu` of the enclosing fat-binary entry.
     pub binary: Option<String>,
-    /// The byte offset of `text` in the stream.
+    /// The byte offset in the stream of the function's text (after any `target_line`).
     pub offset: u64,
-    /// The 0-based line of the stream where `text` starts (0 for JSON, which is one line).
+    /// The 0-based line of the stream where the function starts (0 for JSON, which is one
+    /// line).
     pub line: u64,
+    /// The length of the `\t.target\tsm_XX\n` line that
+    /// [`FunctionSplitter::with_target_lines`] put in front of a text function (0 otherwise):
+    /// the function's own text is `text[target_line..]`, at `offset` in the stream.
+    pub target_line: u32,
 }
 
 impl SassChunk {
@@ -105,6 +110,8 @@ pub struct FunctionSplitter<R> {
     line: u64,
     sniffed: bool,
     failed: bool,
+    /// Put a `.target` line in front of each text function (see [`SassChunk::target_line`]).
+    target_lines: bool,
 }
 
 impl<R: BufRead> FunctionSplitter<R> {
@@ -126,7 +133,17 @@ impl<R: BufRead> FunctionSplitter<R> {
             line: 0,
             sniffed: false,
             failed: false,
+            target_lines: false,
         }
+    }
+
+    /// Puts a `\t.target\tsm_XX\n` line in front of every text function whose architecture
+    /// the stream named, so that the function's text alone still says it; cheaper than
+    /// prepending it to the finished text.
+    #[must_use]
+    pub fn with_target_lines(mut self) -> Self {
+        self.target_lines = true;
+        self
     }
 
     /// Decides between JSON and text from the first non-blank bytes: `[` followed by `{` or
@@ -158,7 +175,16 @@ impl<R: BufRead> FunctionSplitter<R> {
         let function = self.function.take()?;
         // An exact-size copy: the buffer keeps its capacity for the next function instead of
         // growing again from nothing (which cost a tenth of the time on NCCL's listings).
-        let text = String::from_utf8_lossy(&self.chunk).into_owned();
+        let prefix = match self.arch {
+            Some(arch) if self.target_lines => format!("\t.target\t{arch}\n"),
+            _ => String::new(),
+        };
+        let mut text = String::with_capacity(prefix.len() + self.chunk.len());
+        text.push_str(&prefix);
+        match std::str::from_utf8(&self.chunk) {
+            Ok(chunk) => text.push_str(chunk),
+            Err(_) => text.push_str(&String::from_utf8_lossy(&self.chunk)),
+        }
         self.chunk.clear();
         self.has_code = false;
         Some(SassChunk {
@@ -169,6 +195,7 @@ impl<R: BufRead> FunctionSplitter<R> {
             binary: self.binary.clone(),
             offset: self.chunk_offset,
             line: self.chunk_line,
+            target_line: prefix.len() as u32,
         })
     }
 
@@ -337,6 +364,7 @@ impl<R: BufRead> FunctionSplitter<R> {
                                 binary: None,
                                 offset,
                                 line: 0,
+                                target_line: 0,
                             }));
                         }
                         _ => {
