@@ -81,7 +81,19 @@ pub(crate) fn lint_listing<R: BufRead>(
                     let next =
                         receiver.lock().unwrap_or_else(std::sync::PoisonError::into_inner).recv();
                     let Ok((index, chunk)) = next else { break };
-                    let (n, excerpt) = lint_chunk(chunk, settings);
+                    // A panic outside the rules (which the linter already guards) must neither
+                    // stop this worker, which would leave the reader blocked on a full channel,
+                    // nor pass silently.
+                    let function = chunk.function.clone();
+                    let at = Excerpt {
+                        line: u32::try_from(chunk.line).unwrap_or(u32::MAX),
+                        column: 0,
+                        offset: chunk.offset,
+                    };
+                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        lint_chunk(chunk, settings)
+                    }));
+                    let (n, excerpt) = result.unwrap_or_else(|_| (0, Some(crashed(&function, at))));
                     functions.fetch_add(n, Ordering::Relaxed);
                     if let Some(excerpt) = excerpt {
                         found
@@ -116,6 +128,22 @@ pub(crate) fn lint_listing<R: BufRead>(
         findings: findings.into_iter().map(|(_, excerpt)| excerpt).collect(),
         functions: functions.into_inner(),
         error,
+    }
+}
+
+/// The `internal-error` for a function whose linting panicked.
+fn crashed(function: &str, at: Excerpt) -> Excerpted {
+    let diagnostic = Diagnostic::new(
+        codes::INTERNAL_ERROR,
+        Severity::Error,
+        format!("linting `{function}` failed; the other functions were still checked"),
+        Label::new(FileId(0), TextRange::empty(0), "in this function"),
+    )
+    .with_kernel(function.to_owned())
+    .with_help("report this with the input file");
+    Excerpted {
+        snippets: vec![Snippet { text: String::new(), base: at }],
+        diagnostics: vec![diagnostic],
     }
 }
 
