@@ -161,13 +161,13 @@ fn lint_chunk(chunk: SassChunk, settings: &Settings) -> (usize, Option<Excerpted
     let mut lint =
         fencelint_linter::lint_text(PLACEHOLDER, &text, InputKind::Sass(chunk.format), settings);
     // The splitter replaced bytes that are not UTF-8; say so, as the whole-file path does.
-    if let Some(at) = text.find('\u{fffd}') {
+    if let Some(at) = chunk.invalid_utf8 {
         lint.diagnostics.push(Diagnostic::new(
             codes::INPUT_ERROR,
             Severity::Error,
             "invalid UTF-8 in this function; the invalid bytes were replaced and the rest was linted"
                 .to_owned(),
-            Label::new(PLACEHOLDER, TextRange::empty(at as u32), ""),
+            Label::new(PLACEHOLDER, TextRange::empty(at), ""),
         ));
     }
     if lint.diagnostics.is_empty() {

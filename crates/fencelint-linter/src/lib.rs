@@ -159,8 +159,13 @@ fn lint_text_with(
         fencelint_diagnostics::sort(&mut output.diagnostics);
     }
     if !suppressions.is_empty() {
-        output.suppressed =
-            suppressions.apply(file, kind.dialect(), &mut output.diagnostics, settings);
+        output.suppressed = suppressions.apply(
+            file,
+            kind.dialect(),
+            &mut output.diagnostics,
+            settings,
+            pair.is_some(),
+        );
         fencelint_diagnostics::sort(&mut output.diagnostics);
     }
     output

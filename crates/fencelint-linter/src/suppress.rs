@@ -165,19 +165,21 @@ impl Suppressions {
 
     /// Removes the diagnostics of `file` that a suppression covers and returns how many were
     /// removed. Then appends the `unused-suppression` diagnostics (unless `settings` turns them
-    /// off).
+    /// off). `paired` says whether the pair rules ran on this text (it was linted with the PTX
+    /// it was assembled from): when they did not, their suppressions cannot be judged unused.
     pub fn apply(
         &mut self,
         file: FileId,
         dialect: Dialect,
         diagnostics: &mut Vec<Diagnostic>,
         settings: &Settings,
+        paired: bool,
     ) -> usize {
         let before = diagnostics.len();
         diagnostics.retain(|diagnostic| !self.covers(file, diagnostic));
         let suppressed = before - diagnostics.len();
         if let Some(severity) = settings.unused_suppression() {
-            diagnostics.extend(self.unused(file, dialect, severity, settings));
+            diagnostics.extend(self.unused(file, dialect, severity, settings, paired));
         }
         suppressed
     }
@@ -209,6 +211,7 @@ impl Suppressions {
         dialect: Dialect,
         severity: Severity,
         settings: &Settings,
+        paired: bool,
     ) -> Vec<Diagnostic> {
         let mut out = Vec::new();
         for malformed in &self.malformed {
@@ -233,7 +236,7 @@ impl Suppressions {
                 // A pair rule runs only when the PTX and its SASS are linted together, so its
                 // suppression is not known to be unused when this text was linted alone.
                 let pair_rule = find_rule(&name.name).is_some_and(|r| r.meta().dialects.pair);
-                if known && (pair_rule || !is_enabled(&name.name, settings)) {
+                if known && ((pair_rule && !paired) || !is_enabled(&name.name, settings)) {
                     continue;
                 }
                 let mut diagnostic = if known {

@@ -57,3 +57,35 @@ fn the_pair_rule_follows_the_settings() {
     let found = run(&ptx, &sass, &warn);
     assert!(found.iter().all(|d| d.severity == fencelint_diagnostics::Severity::Warning));
 }
+
+/// A suppression of the pair rule in the SASS listing covers its finding when the listing is
+/// linted with its PTX, is reported as unused there when it covers nothing, and is left alone
+/// when the listing is linted without its PTX (the rule could not run).
+#[test]
+fn pair_rule_suppressions_are_judged_only_when_the_rule_ran() {
+    let ptx = fixture("reorder_tensormap.ptx");
+    let sass = fixture("reorder_tensormap.ptxas-13.2.78.nvdisasm-gp.sass");
+    let store = "        /*0280*/                   STG.E.128";
+    assert!(sass.contains(store));
+    let allow = format!("// fencelint: allow({RULE})");
+    let covered = sass.replacen(store, &format!("\t{allow}\n{store}"), 1);
+    let settings = Settings::default();
+    let found = run(&ptx, &covered, &settings);
+    assert_eq!(found.iter().filter(|d| d.rule == RULE).count(), 3, "{found:#?}");
+    assert!(found.iter().all(|d| d.rule != "unused-suppression"), "{found:#?}");
+
+    let kept = fixture("reorder_tensormap.ptxas-13.5.37.nvdisasm-gp.sass");
+    let kept_useless = format!("\t// fencelint: allow-file({RULE})\n{kept}");
+    let found = run(&ptx, &kept_useless, &settings);
+    assert_eq!(found.iter().filter(|d| d.rule == "unused-suppression").count(), 1, "{found:#?}");
+
+    let mut db = SourceDb::new();
+    let alone = db.add("k.sass", kept_useless.clone());
+    let kind = detect(db.file(alone).text()).unwrap();
+    let output = fencelint_linter::lint_text(alone, db.file(alone).text(), kind, &settings);
+    assert!(
+        output.diagnostics.iter().all(|d| d.rule != "unused-suppression"),
+        "{:#?}",
+        output.diagnostics
+    );
+}

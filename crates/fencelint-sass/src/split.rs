@@ -45,6 +45,9 @@ pub struct SassChunk {
     /// [`FunctionSplitter::with_target_lines`] put in front of a text function (0 otherwise):
     /// the function's own text is `text[target_line..]`, at `offset` in the stream.
     pub target_line: u32,
+    /// Where in `text` the first byte that was not UTF-8 was (such bytes are replaced by
+    /// U+FFFD), or `None` when the function's bytes were all UTF-8.
+    pub invalid_utf8: Option<u32>,
 }
 
 impl SassChunk {
@@ -181,10 +184,16 @@ impl<R: BufRead> FunctionSplitter<R> {
         };
         let mut text = String::with_capacity(prefix.len() + self.chunk.len());
         text.push_str(&prefix);
-        match std::str::from_utf8(&self.chunk) {
-            Ok(chunk) => text.push_str(chunk),
-            Err(_) => text.push_str(&String::from_utf8_lossy(&self.chunk)),
-        }
+        let invalid_utf8 = match std::str::from_utf8(&self.chunk) {
+            Ok(chunk) => {
+                text.push_str(chunk);
+                None
+            }
+            Err(error) => {
+                text.push_str(&String::from_utf8_lossy(&self.chunk));
+                Some((prefix.len() + error.valid_up_to()) as u32)
+            }
+        };
         self.chunk.clear();
         self.has_code = false;
         Some(SassChunk {
@@ -196,6 +205,7 @@ impl<R: BufRead> FunctionSplitter<R> {
             offset: self.chunk_offset,
             line: self.chunk_line,
             target_line: prefix.len() as u32,
+            invalid_utf8,
         })
     }
 
@@ -352,9 +362,16 @@ impl<R: BufRead> FunctionSplitter<R> {
                             let offset = self.offset;
                             let mut object = Vec::new();
                             self.capture_value(&mut object, usize::MAX)?;
-                            let text = String::from_utf8(object).unwrap_or_else(|error| {
-                                String::from_utf8_lossy(error.as_bytes()).into_owned()
-                            });
+                            let (text, invalid_utf8) = match String::from_utf8(object) {
+                                Ok(text) => (text, None),
+                                Err(error) => {
+                                    let at = error.utf8_error().valid_up_to() as u32;
+                                    (
+                                        String::from_utf8_lossy(error.as_bytes()).into_owned(),
+                                        Some(at),
+                                    )
+                                }
+                            };
                             let function = json_function_name(&text).to_owned();
                             return Ok(Some(SassChunk {
                                 text,
@@ -365,6 +382,7 @@ impl<R: BufRead> FunctionSplitter<R> {
                                 offset,
                                 line: 0,
                                 target_line: 0,
+                                invalid_utf8,
                             }));
                         }
                         _ => {
@@ -916,5 +934,26 @@ mod tests {
             }
             assert_eq!(split_functions_parallel(&text), whole);
         }
+    }
+
+    /// `with_target_lines` puts the architecture line in front of each function and says how
+    /// long it is; the function's own text and position are unchanged. A byte that is not UTF-8
+    /// is reported where it lands in the chunk's text.
+    #[test]
+    fn target_lines_and_invalid_bytes_are_reported_in_the_chunk() {
+        let listing: &[u8] = b"\n\tcode for sm_90a\n\t\tFunction : k\n        /*0000*/                   EXIT ;\n        /*0010*/                   BRA 0x10 ; // \xff\n";
+        let plain: Vec<SassChunk> =
+            FunctionSplitter::new(listing).collect::<io::Result<_>>().unwrap();
+        let with: Vec<SassChunk> =
+            FunctionSplitter::new(listing).with_target_lines().collect::<io::Result<_>>().unwrap();
+        assert_eq!((plain.len(), with.len()), (1, 1));
+        let (plain, with) = (&plain[0], &with[0]);
+        assert_eq!(plain.target_line, 0);
+        assert_eq!(&with.text[..with.target_line as usize], "\t.target\tsm_90a\n");
+        assert_eq!(&with.text[with.target_line as usize..], plain.text);
+        assert_eq!((with.offset, with.line), (plain.offset, plain.line));
+        let at = plain.invalid_utf8.expect("the 0xff byte") as usize;
+        assert!(plain.text[at..].starts_with('\u{fffd}'), "{:?}", &plain.text[at..]);
+        assert_eq!(with.invalid_utf8, Some((at + with.target_line as usize) as u32));
     }
 }
