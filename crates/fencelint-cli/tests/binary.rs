@@ -40,7 +40,10 @@ fn check_with_tools(test: &str, args: &[&str]) -> Option<Output> {
              or `{INSTALL}`); checked the tools-not-found error instead"
         );
         assert_eq!(out.status.code(), Some(2), "{listing}");
-        assert!(listing.contains("error[input-error]"), "{listing}");
+        // Short output says `error[input-error]`, JSON `"rule": "input-error"`.
+        let reported =
+            listing.contains("error[input-error]") || listing.contains("\"rule\": \"input-error\"");
+        assert!(reported, "{listing}");
         return None;
     }
     Some(out)
