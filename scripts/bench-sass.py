@@ -6,6 +6,8 @@ Usage:
       `fencelint check FILE` (SASS text or JSON already on disk) against `wc -l FILE`,
       alternating, N runs each (default 5): medians, the ratio fencelint/wc, throughput and
       fencelint's peak resident set (VmHWM of the process itself, sampled every 50 ms).
+      `--cache cold` empties the page cache before each run of either command, so both read
+      the file from the disk (root only); `--cache both` prints a warm and a cold row.
   scripts/bench-sass.py disassemble [--format cuobjdump|nvdisasm|json] --out FILE CUBIN...
       Writes the listing of the cubins to FILE (to have a large listing to measure).
   scripts/bench-sass.py library [--arch sm_90] [--runs N] LIB
@@ -65,17 +67,35 @@ def tree_hwm(root_pid):
     return own, largest
 
 
-def run(cmd, stdout=subprocess.DEVNULL, ok=(0,)):
-    """Wall time and sampled peak memory (own, largest child) of one run."""
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    """CPU seconds of `pid` itself (all its threads) and of its children it has waited for."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    # Fields 14-17 of stat(5): utime stime cutime cstime; [0] here is field 3.
+    utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
+    return (utime + stime) / TICK, (cutime + cstime) / TICK
+
+
+def run(cmd, stdout=subprocess.DEVNULL, ok=(0,), cpu=None):
+    """Wall time and sampled peak memory (own, largest child) of one run. With `cpu` (a list),
+    appends the CPU seconds of the process itself and of its tools, as last sampled."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE)
     peak = [0, 0]
+    last_cpu = [None]
     done = threading.Event()
 
     def sample():
         while not done.is_set():
             own, child = tree_hwm(proc.pid)
             peak[0], peak[1] = max(peak[0], own), max(peak[1], child)
+            last_cpu[0] = cpu_seconds(proc.pid) or last_cpu[0]
             done.wait(0.05)
 
     sampler = threading.Thread(target=sample)
@@ -86,6 +106,8 @@ def run(cmd, stdout=subprocess.DEVNULL, ok=(0,)):
     sampler.join()
     if proc.returncode not in ok:
         sys.exit(f"bench-sass: {cmd[0]} exited {proc.returncode}: {stderr.decode()[-600:]}")
+    if cpu is not None and last_cpu[0] is not None:
+        cpu.append(last_cpu[0])
     return wall, peak[0], peak[1]
 
 
@@ -93,20 +115,41 @@ def load():
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+DROP_CACHES = "/proc/sys/vm/drop_caches"
+
+
+def drop_page_cache():
+    """Empties the kernel's page cache, so that the next run reads the file from the disk."""
+    os.sync()
+    try:
+        with open(DROP_CACHES, "w") as f:
+            f.write("3\n")
+    except OSError as err:
+        sys.exit(f"bench-sass: --cache cold needs to write {DROP_CACHES} (run as root): {err}")
+
+
 def listing(args):
     fencelint = fencelint_binary()
     print(f"cores {os.cpu_count()}, fencelint {fencelint}")
-    print(f"{'file':<44} {'MB':>7} {'wc -l s':>8} {'fencelint s':>12} {'ratio':>6} {'MB/s':>7} {'peak MB':>8} {'load':>14}")
+    print(f"{'file':<40} {'cache':>5} {'MB':>7} {'wc -l s':>8} {'fencelint s':>12} {'ratio':>6} {'MB/s':>7} {'peak MB':>8} {'load':>14}")
+    caches = ["warm", "cold"] if args.cache == "both" else [args.cache]
     for path in args.files:
         size = os.path.getsize(path) / 1e6
-        wc, lint, peak = [], [], 0
-        for _ in range(args.runs):
-            wc.append(run(["wc", "-l", path])[0])
-            wall, own, _ = run([fencelint, "check", "--quiet", "--format", "short", path], ok=(0, 1))
-            lint.append(wall)
-            peak = max(peak, own)
-        w, f = statistics.median(wc), statistics.median(lint)
-        print(f"{os.path.basename(path):<44} {size:>7.0f} {w:>8.2f} {f:>12.2f} {f / w:>6.2f} {size / f:>7.0f} {peak / 1024:>8.0f} {load():>14}")
+        for cache in caches:
+            wc, lint, peak = [], [], 0
+            for _ in range(args.runs):
+                # Warm: the file is in the page cache (the runs before read it). Cold: every
+                # run starts from an empty cache and reads the file from the disk.
+                if cache == "cold":
+                    drop_page_cache()
+                wc.append(run(["wc", "-l", path])[0])
+                if cache == "cold":
+                    drop_page_cache()
+                wall, own, _ = run([fencelint, "check", "--quiet", "--format", "short", path], ok=(0, 1))
+                lint.append(wall)
+                peak = max(peak, own)
+            w, f = statistics.median(wc), statistics.median(lint)
+            print(f"{os.path.basename(path):<40} {cache:>5} {size:>7.0f} {w:>8.2f} {f:>12.2f} {f / w:>6.2f} {size / f:>7.0f} {peak / 1024:>8.0f} {load():>14}")
 
 
 def disassemble(args):
@@ -128,16 +171,22 @@ def library(args):
     print(f"cores {os.cpu_count()}, fencelint {fencelint}, {cuobjdump}")
     reference, lint, own_peak, tool_peak = [], [], 0, 0
     for _ in range(args.runs):
-        reference.append(run([cuobjdump, "-sass", "--gpu-architecture", args.arch, args.lib])[0])
-        print(f"  cuobjdump: {reference[-1]:.1f} s (load {load()})", flush=True)
+        cpu = []
+        reference.append(run([cuobjdump, "-sass", "--gpu-architecture", args.arch, args.lib], cpu=cpu)[0])
+        cpu_note = f", CPU {sum(cpu[0]):.1f} s" if cpu else ""
+        print(f"  cuobjdump: {reference[-1]:.1f} s{cpu_note} (load {load()})", flush=True)
+        cpu = []
         wall, own, child = run(
             [fencelint, "check", "--quiet", "--format", "short", "--tool-timeout", "7200",
              "--arch", args.arch, args.lib],
             ok=(0, 1),
+            cpu=cpu,
         )
         lint.append(wall)
         own_peak, tool_peak = max(own_peak, own), max(tool_peak, child)
-        print(f"  fencelint: {wall:.1f} s (load {load()})", flush=True)
+        # Sampled every 50 ms: the last sample misses at most the final moments of the run.
+        cpu_note = f", CPU {cpu[0][0]:.1f} s fencelint + {cpu[0][1]:.1f} s tools" if cpu else ""
+        print(f"  fencelint: {wall:.1f} s{cpu_note} (load {load()})", flush=True)
     r, f = statistics.median(reference), statistics.median(lint)
     print(f"cuobjdump -sass {r:.1f} s, fencelint check {f:.1f} s, ratio {f / r:.2f}; "
           f"fencelint peak {own_peak / 1024:.0f} MB, largest tool process {tool_peak / 1024:.0f} MB")
@@ -148,6 +197,8 @@ def main():
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("listing")
     p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--cache", choices=["warm", "cold", "both"], default="warm",
+                   help="cold empties the page cache before every run (root only)")
     p.add_argument("files", nargs="+")
     p.set_defaults(func=listing)
     p = sub.add_parser("disassemble")

@@ -7,7 +7,7 @@
 use std::io::BufRead;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::sync_channel;
+use std::sync::mpsc::{channel, sync_channel};
 
 use fencelint_diagnostics::{Diagnostic, Label, Severity, codes};
 use fencelint_linter::{InputKind, Settings};
@@ -71,12 +71,16 @@ pub(crate) fn lint_listing<R: BufRead>(
 ) -> StreamOutput {
     let (sender, receiver) = sync_channel::<(usize, SassChunk)>(workers * 4);
     let receiver = Mutex::new(receiver);
+    // Texts go back to the splitter once linted, to be read into again.
+    let (recycle, recycled) = channel::<String>();
     let found: Mutex<Vec<(usize, Excerpted)>> = Mutex::new(Vec::new());
     let functions = AtomicUsize::new(0);
     let mut error = None;
     std::thread::scope(|scope| {
+        let (receiver, found, functions) = (&receiver, &found, &functions);
         for _ in 0..workers.max(1) {
-            scope.spawn(|| {
+            let recycle = recycle.clone();
+            scope.spawn(move || {
                 loop {
                     let next =
                         receiver.lock().unwrap_or_else(std::sync::PoisonError::into_inner).recv();
@@ -93,7 +97,13 @@ pub(crate) fn lint_listing<R: BufRead>(
                     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         lint_chunk(chunk, settings)
                     }));
-                    let (n, excerpt) = result.unwrap_or_else(|_| (0, Some(crashed(&function, at))));
+                    let (n, excerpt) = match result {
+                        Ok((n, excerpt, text)) => {
+                            let _ = recycle.send(text);
+                            (n, excerpt)
+                        }
+                        Err(_) => (0, Some(crashed(&function, at))),
+                    };
                     functions.fetch_add(n, Ordering::Relaxed);
                     if let Some(excerpt) = excerpt {
                         found
@@ -104,8 +114,15 @@ pub(crate) fn lint_listing<R: BufRead>(
                 }
             });
         }
+        drop(recycle);
         let mut offset = 0;
-        for (index, chunk) in FunctionSplitter::new(reader).with_target_lines().enumerate() {
+        let mut splitter = FunctionSplitter::new(reader).with_target_lines();
+        let mut index = 0;
+        while let Some(chunk) = splitter.next() {
+            index += 1;
+            for text in recycled.try_iter() {
+                splitter.recycle(text);
+            }
             match chunk {
                 Ok(chunk) => {
                     offset =
@@ -147,10 +164,10 @@ fn crashed(function: &str, at: Excerpt) -> Excerpted {
     }
 }
 
-/// Lints one function. The splitter put a `.target` line in front of a function whose
+/// Lints one function, and gives its text back for reuse. The splitter put a `.target` line in front of a function whose
 /// architecture the stream named, on the line before the function's own first line, so that
 /// lowering knows the architecture and every position still maps back to the file.
-fn lint_chunk(chunk: SassChunk, settings: &Settings) -> (usize, Option<Excerpted>) {
+fn lint_chunk(chunk: SassChunk, settings: &Settings) -> (usize, Option<Excerpted>, String) {
     let prefix = u64::from(chunk.target_line);
     let base = Excerpt {
         line: u32::try_from(chunk.line.saturating_sub(u64::from(prefix > 0))).unwrap_or(u32::MAX),
@@ -171,8 +188,8 @@ fn lint_chunk(chunk: SassChunk, settings: &Settings) -> (usize, Option<Excerpted
         ));
     }
     if lint.diagnostics.is_empty() {
-        return (lint.functions, None);
+        return (lint.functions, None, text);
     }
     let snippets = snippets::cut(&text, base, PLACEHOLDER, &mut lint.diagnostics);
-    (lint.functions, Some(Excerpted { snippets, diagnostics: lint.diagnostics }))
+    (lint.functions, Some(Excerpted { snippets, diagnostics: lint.diagnostics }), text)
 }

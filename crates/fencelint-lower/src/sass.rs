@@ -97,6 +97,54 @@ fn is_kernel(func: &SassFunction<'_>, text: &str, format: SassFormat) -> bool {
     text.get(start..end.max(start)).is_none_or(|header| header.contains("STO_CUDA_ENTRY"))
 }
 
+/// The function being lowered, with a dense map from SASS registers to interned IR registers:
+/// a listing names a few registers millions of times, and formatting and hashing each name
+/// cost a tenth of the lowering.
+struct Lowering {
+    func: Function,
+    /// `REGS_PER_FILE * file + index` to `Reg + 1` (0: not interned yet).
+    dense: Vec<u32>,
+}
+
+/// Register numbers below this are cached densely (`R0..R254`, `UR0..UR63`, `P0..P6`).
+const REGS_PER_FILE: usize = 256;
+
+/// The files [`reg_name`] keeps, in the order of the dense cache.
+const fn dense_file(file: RegFile) -> Option<usize> {
+    match file {
+        RegFile::R => Some(0),
+        RegFile::UR => Some(1),
+        RegFile::P => Some(2),
+        RegFile::UP => Some(3),
+        _ => None,
+    }
+}
+
+impl Lowering {
+    fn new(func: Function) -> Self {
+        Self { func, dense: vec![0; 4 * REGS_PER_FILE] }
+    }
+
+    /// The IR register of `reg`, or `None` where [`reg_name`] gives none.
+    fn reg(&mut self, reg: Register) -> Option<Reg> {
+        if reg.is_special() {
+            return None;
+        }
+        let file = dense_file(reg.file)?;
+        let index = usize::from(reg.index);
+        if index >= REGS_PER_FILE {
+            return reg_name(reg).map(|name| self.func.intern_reg(&name));
+        }
+        let slot = &mut self.dense[file * REGS_PER_FILE + index];
+        if *slot != 0 {
+            return Some(Reg(*slot - 1));
+        }
+        let interned = self.func.intern_reg(&reg_name(reg)?);
+        *slot = interned.0 + 1;
+        Some(interned)
+    }
+}
+
 fn lower_function<'a>(
     func: &SassFunction<'a>,
     text: &str,
@@ -105,20 +153,24 @@ fn lower_function<'a>(
     table: &table::Table,
     cache: &mut FxHashMap<&'a str, Classification>,
 ) -> Function {
-    let mut out = Function::new(func.name, is_kernel(func, text, format), func.range.shifted(base));
+    let mut out = Lowering::new(Function::new(
+        func.name,
+        is_kernel(func, text, format),
+        func.range.shifted(base),
+    ));
     let kept: Vec<&SassInst<'a>> = func
         .instructions
         .iter()
         .filter(|i| !i.guard.is_some_and(fencelint_sass::Guard::is_never))
         .collect();
     let addresses: Vec<u64> = kept.iter().map(|i| i.address).collect();
-    out.insts.reserve_exact(kept.len());
+    out.func.insts.reserve_exact(kept.len());
     for inst in &kept {
         let class = cache.entry(inst.opcode).or_insert_with(|| table.classify(inst.opcode));
         let lowered = lower_inst(&mut out, inst, class, table, &addresses, base);
-        out.insts.push(lowered);
+        out.func.insts.push(lowered);
     }
-    out
+    out.func
 }
 
 /// The IR name of a register, or `None` for the zero and true registers and for files that
@@ -134,20 +186,16 @@ fn is_predicate(reg: Register) -> bool {
     matches!(reg.file, RegFile::P | RegFile::UP)
 }
 
-/// `reg` and the `count - 1` registers after it (`R2.64` is `R2`, `R3`).
-fn intern_regs(func: &mut Function, reg: Register, count: u16) -> Vec<Reg> {
-    let mut out = Vec::new();
+/// Pushes `reg` and the `count - 1` registers after it (`R2.64` is `R2`, `R3`) onto `out`.
+fn intern_regs(func: &mut Lowering, reg: Register, count: u16, out: &mut Vec<Reg>) {
     for k in 0..count.max(1) {
         let Some(index) = reg.index.checked_add(k) else { break };
         let next = Register::new(reg.file, index);
         if next.is_special() {
             break;
         }
-        if let Some(name) = reg_name(next) {
-            out.push(func.intern_reg(&name));
-        }
+        out.extend(func.reg(next));
     }
-    out
 }
 
 /// How many consecutive registers a register operand names: `R2.64` is two.
@@ -199,7 +247,7 @@ fn def_count(defs: Defs, operands: &[Operand<'_>]) -> usize {
 }
 
 fn lower_inst(
-    func: &mut Function,
+    func: &mut Lowering,
     inst: &SassInst<'_>,
     class: &Classification,
     table: &table::Table,
@@ -236,9 +284,8 @@ fn lower_inst(
         inst.src_line.map(|l| SourceLocation { file: l.file.to_owned(), line: l.line, column: 0 });
 
     if let Some(guard) = inst.guard.filter(|g| !g.is_always())
-        && let Some(name) = reg_name(guard.reg)
+        && let Some(reg) = func.reg(guard.reg)
     {
-        let reg = func.intern_reg(&name);
         out.guard = Some(Guard { reg, negated: guard.negated });
         out.uses.push(reg);
     }
@@ -264,12 +311,8 @@ fn lower_inst(
                     suffix_width(reg)
                 };
                 let count = if is_predicate(reg.reg) { 1 } else { count };
-                let regs = intern_regs(func, reg.reg, count);
-                if is_def {
-                    out.defs.extend(regs);
-                } else {
-                    out.uses.extend(regs);
-                }
+                let regs = if is_def { &mut out.defs } else { &mut out.uses };
+                intern_regs(func, reg.reg, count, regs);
             }
             OperandKind::Mem(mem) => {
                 uses_of_mem(func, mem, &mut out.uses);
@@ -289,22 +332,22 @@ fn lower_inst(
     out
 }
 
-fn uses_of_address(func: &mut Function, address: &fencelint_sass::Address, uses: &mut Vec<Reg>) {
+fn uses_of_address(func: &mut Lowering, address: &fencelint_sass::Address, uses: &mut Vec<Reg>) {
     for reg in address.regs() {
-        uses.extend(intern_regs(func, reg.reg, suffix_width(&reg)));
+        intern_regs(func, reg.reg, suffix_width(&reg), uses);
     }
 }
 
-fn uses_of_mem(func: &mut Function, mem: &MemOperand, uses: &mut Vec<Reg>) {
+fn uses_of_mem(func: &mut Lowering, mem: &MemOperand, uses: &mut Vec<Reg>) {
     if let Some(desc) = mem.desc {
-        uses.extend(intern_regs(func, desc.reg, suffix_width(&desc)));
+        intern_regs(func, desc.reg, suffix_width(&desc), uses);
     }
     uses_of_address(func, &mem.addr, uses);
 }
 
-fn uses_of_const(func: &mut Function, c: &ConstOperand, uses: &mut Vec<Reg>) {
+fn uses_of_const(func: &mut Lowering, c: &ConstOperand, uses: &mut Vec<Reg>) {
     if let ConstBank::Reg(reg) = c.bank {
-        uses.extend(intern_regs(func, reg.reg, 1));
+        intern_regs(func, reg.reg, 1, uses);
     }
     uses_of_address(func, &c.addr, uses);
 }
@@ -313,24 +356,22 @@ fn uses_of_const(func: &mut Function, c: &ConstOperand, uses: &mut Vec<Reg>) {
 const SCALES: [&str; 4] = ["X2", "X4", "X8", "X16"];
 
 /// An IR address from the inside of `[...]`.
-fn ir_address(func: &mut Function, address: &fencelint_sass::Address) -> Address {
+fn ir_address(func: &mut Lowering, address: &fencelint_sass::Address) -> Address {
     let regs: Vec<RegRef> = address.regs().filter(|r| !r.reg.is_zero()).collect();
     // A scaled index (`[R2.X4+URZ]`) is not the register's value.
     let scaled = regs.iter().any(|r| SCALES.iter().any(|scale| r.suffix == *scale));
     let base = match regs.as_slice() {
         [] => AddrBase::Absolute,
-        [reg] if !scaled => match reg_name(reg.reg) {
-            Some(name) => AddrBase::Reg(func.intern_reg(&name)),
+        [reg] if !scaled => match func.reg(reg.reg) {
+            Some(reg) => AddrBase::Reg(reg),
             None => AddrBase::Complex(Vec::new()),
         },
-        _ => AddrBase::Complex(
-            regs.iter().filter_map(|r| reg_name(r.reg)).map(|n| func.intern_reg(&n)).collect(),
-        ),
+        _ => AddrBase::Complex(regs.iter().filter_map(|r| func.reg(r.reg)).collect()),
     };
     Address { base, offset: address.offset }
 }
 
-fn const_address(func: &mut Function, c: &ConstOperand) -> Address {
+fn const_address(func: &mut Lowering, c: &ConstOperand) -> Address {
     match c.bank {
         ConstBank::Index(bank) if c.addr.regs().all(|r| r.reg.is_zero()) => {
             Address { base: AddrBase::Symbol(format!("c[{bank:#x}]")), offset: c.addr.offset }
@@ -338,9 +379,9 @@ fn const_address(func: &mut Function, c: &ConstOperand) -> Address {
         _ => {
             let mut address = ir_address(func, &c.addr);
             if let (ConstBank::Reg(reg), AddrBase::Complex(regs)) = (c.bank, &mut address.base)
-                && let Some(name) = reg_name(reg.reg)
+                && let Some(reg) = func.reg(reg.reg)
             {
-                regs.push(func.intern_reg(&name));
+                regs.push(reg);
             }
             if !matches!(address.base, AddrBase::Complex(_)) {
                 let regs = match address.base {
@@ -354,7 +395,7 @@ fn const_address(func: &mut Function, c: &ConstOperand) -> Address {
     }
 }
 
-fn set_addresses(func: &mut Function, out: &mut Inst, operands: &[Operand<'_>]) {
+fn set_addresses(func: &mut Lowering, out: &mut Inst, operands: &[Operand<'_>]) {
     let mems: Vec<&MemOperand> = operands.iter().filter_map(Operand::mem).collect();
     let primary = match &out.kind {
         // tcgen05 operations name tensor memory; `UTCHMMA` lists its matrix descriptors first.
@@ -398,15 +439,14 @@ fn const_slot(c: &ConstOperand) -> Option<(u32, String)> {
 
 /// The value a plain source operand gives: another register, an immediate, or a constant-bank
 /// slot (a kernel parameter in bank 0, a module symbol's address in the others).
-fn source_value(func: &mut Function, operand: &Operand<'_>) -> Option<ValueOp> {
+fn source_value(func: &mut Lowering, operand: &Operand<'_>) -> Option<ValueOp> {
     if operand.neg || operand.invert || operand.abs {
         return None;
     }
     match &operand.kind {
         OperandKind::Reg(reg) if reg.reg.is_zero() => Some(ValueOp::Imm(0)),
-        OperandKind::Reg(reg) => reg_name(reg.reg)
-            .filter(|_| !is_predicate(reg.reg))
-            .map(|name| ValueOp::Copy(func.intern_reg(&name))),
+        OperandKind::Reg(reg) if is_predicate(reg.reg) => None,
+        OperandKind::Reg(reg) => func.reg(reg.reg).map(ValueOp::Copy),
         OperandKind::Imm(value) => Some(ValueOp::Imm(*value)),
         OperandKind::Const(c) => const_slot(c).map(|(bank, slot)| {
             if bank == 0 { ValueOp::Param(slot) } else { ValueOp::SymbolAddr(slot) }
@@ -416,7 +456,7 @@ fn source_value(func: &mut Function, operand: &Operand<'_>) -> Option<ValueOp> {
 }
 
 /// `a + b + c` where one term is a register and the others immediates or zero.
-fn sum_value(func: &mut Function, terms: &[Operand<'_>]) -> Option<ValueOp> {
+fn sum_value(func: &mut Lowering, terms: &[Operand<'_>]) -> Option<ValueOp> {
     let mut reg = None;
     let mut offset = 0i64;
     for term in terms {
@@ -430,7 +470,7 @@ fn sum_value(func: &mut Function, terms: &[Operand<'_>]) -> Option<ValueOp> {
     Some(if offset == 0 { ValueOp::Copy(reg) } else { ValueOp::AddImm(reg, offset) })
 }
 
-fn value_op(func: &mut Function, rule: ValueRule, operands: &[Operand<'_>]) -> Option<ValueOp> {
+fn value_op(func: &mut Lowering, rule: ValueRule, operands: &[Operand<'_>]) -> Option<ValueOp> {
     match rule {
         ValueRule::Copy | ValueRule::Ldc => source_value(func, operands.get(1)?),
         ValueRule::ImadMov => {
@@ -464,7 +504,7 @@ fn resolve(addresses: &[u64], address: u64) -> Option<InstId> {
 }
 
 fn set_control(
-    func: &mut Function,
+    func: &mut Lowering,
     out: &mut Inst,
     inst: &SassInst<'_>,
     indirect: bool,
@@ -485,9 +525,8 @@ fn set_control(
                 }) || inst.opcode.split('.').skip(1).any(|m| matches!(m, "DIV" | "CONV"));
             if !guarded
                 && let Some((reg, operand)) = condition
-                && let Some(name) = reg_name(reg.reg)
+                && let Some(reg) = func.reg(reg.reg)
             {
-                let reg = func.intern_reg(&name);
                 out.guard = Some(Guard { reg, negated: operand.invert });
             }
             let conditional = guarded || conditional_operand;

@@ -115,7 +115,16 @@ pub struct FunctionSplitter<R> {
     failed: bool,
     /// Put a `.target` line in front of each text function (see [`SassChunk::target_line`]).
     target_lines: bool,
+    /// The length of the `.target` line at the front of `chunk` (0 when there is none).
+    chunk_prefix: usize,
+    /// Buffers of finished chunks handed back by [`FunctionSplitter::recycle`].
+    spare: Vec<Vec<u8>>,
 }
+
+/// Spare buffers kept for reuse, and the largest capacity kept: a listing's functions are a
+/// few megabytes each, and a buffer grown for a rare huge one is given back to the allocator.
+const SPARE_BUFFERS: usize = 16;
+const SPARE_CAPACITY: usize = 8 << 20;
 
 impl<R: BufRead> FunctionSplitter<R> {
     pub fn new(reader: R) -> Self {
@@ -137,6 +146,18 @@ impl<R: BufRead> FunctionSplitter<R> {
             sniffed: false,
             failed: false,
             target_lines: false,
+            chunk_prefix: 0,
+            spare: Vec::new(),
+        }
+    }
+
+    /// Hands back the text of a chunk that is no longer needed, so that a later chunk is read
+    /// into its memory: no new pages to fault in, and no copy from a shared buffer.
+    pub fn recycle(&mut self, text: String) {
+        let mut bytes = text.into_bytes();
+        if self.spare.len() < SPARE_BUFFERS && bytes.capacity() <= SPARE_CAPACITY {
+            bytes.clear();
+            self.spare.push(bytes);
         }
     }
 
@@ -176,25 +197,18 @@ impl<R: BufRead> FunctionSplitter<R> {
 
     fn finish_chunk(&mut self) -> Option<SassChunk> {
         let function = self.function.take()?;
-        // An exact-size copy: the buffer keeps its capacity for the next function instead of
-        // growing again from nothing (which cost a tenth of the time on NCCL's listings).
-        let prefix = match self.arch {
-            Some(arch) if self.target_lines => format!("\t.target\t{arch}\n"),
-            _ => String::new(),
-        };
-        let mut text = String::with_capacity(prefix.len() + self.chunk.len());
-        text.push_str(&prefix);
-        let invalid_utf8 = match std::str::from_utf8(&self.chunk) {
-            Ok(chunk) => {
-                text.push_str(chunk);
-                None
-            }
+        // The chunk's buffer becomes the text, and the next chunk is read into a recycled one.
+        let next = self.spare.pop().unwrap_or_default();
+        let bytes = std::mem::replace(&mut self.chunk, next);
+        let (text, invalid_utf8) = match String::from_utf8(bytes) {
+            Ok(text) => (text, None),
             Err(error) => {
-                text.push_str(&String::from_utf8_lossy(&self.chunk));
-                Some((prefix.len() + error.valid_up_to()) as u32)
+                // The `.target` prefix is ASCII: the offset is the same in the text.
+                let at = error.utf8_error().valid_up_to() as u32;
+                (String::from_utf8_lossy(error.as_bytes()).into_owned(), Some(at))
             }
         };
-        self.chunk.clear();
+        let prefix = std::mem::take(&mut self.chunk_prefix);
         self.has_code = false;
         Some(SassChunk {
             text,
@@ -204,7 +218,7 @@ impl<R: BufRead> FunctionSplitter<R> {
             binary: self.binary.clone(),
             offset: self.chunk_offset,
             line: self.chunk_line,
-            target_line: prefix.len() as u32,
+            target_line: prefix as u32,
             invalid_utf8,
         })
     }
@@ -220,6 +234,11 @@ impl<R: BufRead> FunctionSplitter<R> {
         self.function = Some(function);
         self.format = format;
         self.chunk.clear();
+        if let Some(arch) = self.arch.filter(|_| self.target_lines) {
+            use std::io::Write;
+            let _ = write!(self.chunk, "\t.target\t{arch}\n");
+        }
+        self.chunk_prefix = self.chunk.len();
         self.chunk.extend_from_slice(&self.scratch);
         self.chunk_offset = line_offset;
         self.chunk_line = line_number;
