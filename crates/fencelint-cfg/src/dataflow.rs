@@ -147,6 +147,31 @@ impl FunctionAnalysis<'_> {
         is_target: impl Fn(InstId) -> bool,
         is_blocker: impl Fn(InstId) -> bool,
     ) -> Vec<InstId> {
+        self.walk_avoiding(from, is_target, is_blocker, None)
+    }
+
+    /// [`FunctionAnalysis::reachable_avoiding`] for predicates that hold only for instructions
+    /// whose kind [`is_memory_or_order`](fencelint_ir::InstKind::is_memory_or_order): the
+    /// walk tests only those, and gives the same answer several times faster on SASS, where
+    /// most instructions are ALU work.
+    pub fn reachable_avoiding_memory(
+        &self,
+        from: Point,
+        is_target: impl Fn(InstId) -> bool,
+        is_blocker: impl Fn(InstId) -> bool,
+    ) -> Vec<InstId> {
+        self.walk_avoiding(from, is_target, is_blocker, Some(self.memory_insts()))
+    }
+
+    /// The walk behind both: with `only`, the instructions of each block that are tested are
+    /// those in `only` (sorted); the step budget still counts every instruction passed.
+    fn walk_avoiding(
+        &self,
+        from: Point,
+        is_target: impl Fn(InstId) -> bool,
+        is_blocker: impl Fn(InstId) -> bool,
+        only: Option<&[InstId]>,
+    ) -> Vec<InstId> {
         let cfg = &self.cfg;
         let mut found = Vec::new();
         let mut found_set = BTreeSet::new();
@@ -161,17 +186,36 @@ impl FunctionAnalysis<'_> {
         };
         while let Some((block, after)) = work.pop_front() {
             let mut blocked = false;
-            for id in cfg.block(block).ids() {
-                if after.is_some_and(|a| id <= a) {
-                    continue;
-                }
-                steps += 1;
+            let insts = &cfg.block(block).insts;
+            let start = after.map_or(insts.start, |a| (a.0 + 1).max(insts.start)).min(insts.end);
+            let mut test = |id: InstId| {
                 if is_target(id) && found_set.insert(id) {
                     found.push(id);
                 }
-                if is_blocker(id) {
-                    blocked = true;
-                    break;
+                is_blocker(id)
+            };
+            match only {
+                None => {
+                    for id in (start..insts.end).map(InstId) {
+                        steps += 1;
+                        if test(id) {
+                            blocked = true;
+                            break;
+                        }
+                    }
+                }
+                Some(only) => {
+                    let first = only.partition_point(|id| id.0 < start);
+                    let last = only.partition_point(|id| id.0 < insts.end);
+                    let mut passed = insts.end - start;
+                    for &id in &only[first..last] {
+                        if test(id) {
+                            passed = id.0 - start + 1;
+                            blocked = true;
+                            break;
+                        }
+                    }
+                    steps += passed as usize;
                 }
             }
             if steps > self.budget.walk_steps {

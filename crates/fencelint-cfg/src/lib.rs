@@ -64,6 +64,8 @@ pub struct FunctionAnalysis<'f> {
     /// blocks does not allocate and clear a mark per block (see [`Visited`]).
     reach_marks: RefCell<Marks>,
     walk_marks: RefCell<Marks>,
+    /// The instructions whose kind [`fencelint_ir::InstKind::is_memory_or_order`], in text order.
+    memory_insts: OnceCell<Vec<InstId>>,
     incomplete: Cell<bool>,
 }
 
@@ -116,8 +118,16 @@ impl<'f> FunctionAnalysis<'f> {
             reaches: RefCell::new(FxHashMap::default()),
             reach_marks: RefCell::new(Marks::default()),
             walk_marks: RefCell::new(Marks::default()),
+            memory_insts: OnceCell::new(),
             incomplete: Cell::new(false),
         }
+    }
+
+    /// The instructions whose kind [`fencelint_ir::InstKind::is_memory_or_order`], in text order.
+    pub fn memory_insts(&self) -> &[InstId] {
+        self.memory_insts.get_or_init(|| {
+            self.func.ids().filter(|&id| self.func.inst(id).kind.is_memory_or_order()).collect()
+        })
     }
 
     /// Fresh visited-block marks for one walk, from `marks` when no enclosing walk holds them.

@@ -51,6 +51,25 @@ impl InstKind {
         }
     }
 
+    /// Whether the instruction accesses memory or orders accesses: everything but ALU work,
+    /// comparisons, control flow, calls, `elect`, and what could not be read. Walks that look
+    /// only for such instructions skip the others ([`InstKind::is_memory_or_order`] is the
+    /// contract of `FunctionAnalysis::reachable_avoiding_memory`).
+    pub fn is_memory_or_order(&self) -> bool {
+        !matches!(
+            self,
+            Self::Elect
+                | Self::Compare
+                | Self::Branch
+                | Self::Exit
+                | Self::Call
+                | Self::Return
+                | Self::Move
+                | Self::Other
+                | Self::Unknown
+        )
+    }
+
     /// Whether the instruction reads memory that another thread may have written.
     pub fn reads_memory(&self) -> bool {
         matches!(

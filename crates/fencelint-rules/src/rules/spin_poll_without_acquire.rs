@@ -197,9 +197,6 @@ fn unordered_reads(analysis: &FunctionAnalysis<'_>, lp: &Loop, poll: &Poll) -> V
     let func = analysis.func;
     let flag = func.inst(poll.load).address.as_ref().map(|a| analysis.address_key(poll.load, a));
     let is_target = |id: InstId| {
-        if lp.contains_inst(analysis, id) && id <= poll.branch {
-            return false;
-        }
         let inst = func.inst(id);
         // Published data is read with weak loads. Strong reads are other synchronization
         // variables, and `.nc` loads may only read data that no thread writes during the kernel.
@@ -210,7 +207,7 @@ fn unordered_reads(analysis: &FunctionAnalysis<'_>, lp: &Loop, poll: &Poll) -> V
             InstKind::Multimem { op: MultimemOp::LdReduce, .. } => true,
             _ => false,
         };
-        if !reads {
+        if !reads || (lp.contains_inst(analysis, id) && id <= poll.branch) {
             return false;
         }
         let same_flag = match (&flag, &inst.address) {
@@ -220,7 +217,8 @@ fn unordered_reads(analysis: &FunctionAnalysis<'_>, lp: &Loop, poll: &Poll) -> V
         !same_flag
     };
     let is_blocker = |id: InstId| is_acquire(analysis, id, poll.load, poll.required);
-    analysis.reachable_avoiding(Point::BlockStart(poll.exit_to), is_target, is_blocker)
+    // Targets are loads and blockers fences, barriers and acquire loads: memory instructions.
+    analysis.reachable_avoiding_memory(Point::BlockStart(poll.exit_to), is_target, is_blocker)
 }
 
 fn report(cx: &mut FunctionCx<'_>, poll: &Poll, read: InstId, n_reads: usize, n_polls: usize) {
