@@ -98,7 +98,20 @@ impl FunctionAnalysis<'_> {
     /// backward through moves and comparisons, staying inside `within` when given. Returns the
     /// memory-reading instructions found (loads, atomics that return, multimem loads, mbarrier
     /// waits).
+    ///
+    /// `within` is one of [`FunctionAnalysis::loops`] (one loop per header): answers are
+    /// remembered by branch and loop header.
     pub fn deciding_reads(&self, branch: InstId, within: Option<&Loop>) -> Vec<InstId> {
+        let key = (branch, within.map(|l| l.header));
+        if let Some(found) = self.deciding.borrow().get(&key) {
+            return found.clone();
+        }
+        let found = self.slice_deciding_reads(branch, within);
+        self.deciding.borrow_mut().insert(key, found.clone());
+        found
+    }
+
+    fn slice_deciding_reads(&self, branch: InstId, within: Option<&Loop>) -> Vec<InstId> {
         let Some(guard) = self.func.inst(branch).guard else {
             return Vec::new();
         };

@@ -66,6 +66,9 @@ pub struct FunctionAnalysis<'f> {
     walk_marks: RefCell<Marks>,
     /// The instructions whose kind [`fencelint_ir::InstKind::is_memory_or_order`], in text order.
     memory_insts: OnceCell<Vec<InstId>>,
+    /// Slices already computed by [`FunctionAnalysis::deciding_reads`], by branch and the header
+    /// of the loop they stay in: the poll rules each slice every exit branch of every loop.
+    deciding: RefCell<FxHashMap<(InstId, Option<BlockId>), Vec<InstId>>>,
     incomplete: Cell<bool>,
 }
 
@@ -119,6 +122,7 @@ impl<'f> FunctionAnalysis<'f> {
             reach_marks: RefCell::new(Marks::default()),
             walk_marks: RefCell::new(Marks::default()),
             memory_insts: OnceCell::new(),
+            deciding: RefCell::new(FxHashMap::default()),
             incomplete: Cell::new(false),
         }
     }

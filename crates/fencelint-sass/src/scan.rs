@@ -1,12 +1,5 @@
-//! Byte-level helpers of the hot path: finding a byte and skipping blanks eight bytes at a time.
-
-const LOW_BITS: u64 = u64::from_ne_bytes([0x01; 8]);
-const HIGH_BITS: u64 = u64::from_ne_bytes([0x80; 8]);
-
-/// The mask of the bytes of `word` that are zero (exact for the lowest one).
-fn zero_bytes(word: u64) -> u64 {
-    word.wrapping_sub(LOW_BITS) & !word & HIGH_BITS
-}
+//! Byte-level helpers of the hot path: finding bytes (memchr's vector search) and skipping
+//! blanks eight bytes at a time.
 
 fn word(chunk: &[u8]) -> u64 {
     let mut array = [0; 8];
@@ -14,37 +7,14 @@ fn word(chunk: &[u8]) -> u64 {
     u64::from_le_bytes(array)
 }
 
-/// The index of the first `needle` at or after `from`, if any.
+/// The index of the first `needle` at or after `from`, if any (memchr's vector search).
 pub(crate) fn find_byte(bytes: &[u8], from: usize, needle: u8) -> Option<usize> {
-    let rest = bytes.get(from..)?;
-    let pattern = LOW_BITS * u64::from(needle);
-    let mut chunks = rest.chunks_exact(8);
-    for (index, chunk) in chunks.by_ref().enumerate() {
-        let found = zero_bytes(word(chunk) ^ pattern);
-        if found != 0 {
-            return Some(from + index * 8 + (found.trailing_zeros() / 8) as usize);
-        }
-    }
-    let tail = chunks.remainder();
-    let tail_start = from + rest.len() - tail.len();
-    tail.iter().position(|&b| b == needle).map(|at| tail_start + at)
+    memchr::memchr(needle, bytes.get(from..)?).map(|at| from + at)
 }
 
 /// The index of the first `a` or `b` at or after `from`, if any.
 pub(crate) fn find_either(bytes: &[u8], from: usize, a: u8, b: u8) -> Option<usize> {
-    let rest = bytes.get(from..)?;
-    let (pattern_a, pattern_b) = (LOW_BITS * u64::from(a), LOW_BITS * u64::from(b));
-    let mut chunks = rest.chunks_exact(8);
-    for (index, chunk) in chunks.by_ref().enumerate() {
-        let value = word(chunk);
-        let found = zero_bytes(value ^ pattern_a) | zero_bytes(value ^ pattern_b);
-        if found != 0 {
-            return Some(from + index * 8 + (found.trailing_zeros() / 8) as usize);
-        }
-    }
-    let tail = chunks.remainder();
-    let tail_start = from + rest.len() - tail.len();
-    tail.iter().position(|&x| x == a || x == b).map(|at| tail_start + at)
+    memchr::memchr2(a, b, bytes.get(from..)?).map(|at| from + at)
 }
 
 /// The index of the first `needle` pair (such as `*/`) at or after `from`, if any.

@@ -32,6 +32,7 @@ impl Rule for AcquireInPollLoop {
         for lp in analysis.loops() {
             let Some(spin) = spin_loop(analysis, lp) else { continue };
             for id in lp.insts(analysis) {
+                let Some(cost) = per_iteration_acquire(analysis.func.inst(id)) else { continue };
                 let poll = if spin.polls.contains(&id) {
                     Some(id)
                 } else {
@@ -41,7 +42,6 @@ impl Rule for AcquireInPollLoop {
                 if reported.contains(&id) {
                     continue;
                 }
-                let Some(cost) = per_iteration_acquire(analysis.func.inst(id)) else { continue };
                 reported.insert(id);
                 report(cx, id, poll, &spin, cost);
             }
