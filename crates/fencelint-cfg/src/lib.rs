@@ -68,9 +68,12 @@ pub struct FunctionAnalysis<'f> {
     memory_insts: OnceCell<Vec<InstId>>,
     /// Slices already computed by [`FunctionAnalysis::deciding_reads`], by branch and the header
     /// of the loop they stay in: the poll rules each slice every exit branch of every loop.
-    deciding: RefCell<FxHashMap<(InstId, Option<BlockId>), Vec<InstId>>>,
+    deciding: RefCell<FxHashMap<SliceKey, Vec<InstId>>>,
     incomplete: Cell<bool>,
 }
+
+/// A branch and the header of the loop a slice stays in.
+type SliceKey = (InstId, Option<BlockId>);
 
 /// Block marks that are cleared in constant time: a block is marked when its stamp equals the
 /// current generation.

@@ -571,11 +571,9 @@ fn lint_unit(
     let (tool, args) = match (&tools.nvdisasm, &tools.cuobjdump) {
         (Some(nvdisasm), _) => {
             // `-g` and `-gp` together print both markers: source lines for every rule, PTX
-            // lines for the pair rules. `-ndf` skips nvdisasm's dataflow pass, about a quarter
-            // of its time; that pass only adds `SpillRefill` and `BRANCH_TARGETS` comments,
-            // which the SASS front end does not read.
-            let mut args =
-                vec![OsString::from("-c"), OsString::from("-ndf"), OsString::from("-g")];
+            // lines for the pair rules. (`-ndf`, which skips nvdisasm's dataflow pass, saves
+            // nothing measurable on NCCL's large cubins: docs/performance.md.)
+            let mut args = vec![OsString::from("-c"), OsString::from("-g")];
             if companion.is_some() {
                 args.push(OsString::from("-gp"));
             }

@@ -236,7 +236,7 @@ impl<R: BufRead> FunctionSplitter<R> {
         self.chunk.clear();
         if let Some(arch) = self.arch.filter(|_| self.target_lines) {
             use std::io::Write;
-            let _ = write!(self.chunk, "\t.target\t{arch}\n");
+            let _ = writeln!(self.chunk, "\t.target\t{arch}");
         }
         self.chunk_prefix = self.chunk.len();
         self.chunk.extend_from_slice(&self.scratch);

@@ -438,3 +438,32 @@ fn in_memory_chunks_parse_like_the_whole_text() {
         }
     }
 }
+
+/// The splitter reads whole runs of code lines out of the reader's buffer at once and reads
+/// into recycled buffers: the chunks must not depend on where the buffer ends, nor on what
+/// buffer they were read into.
+#[test]
+fn chunks_do_not_depend_on_buffer_boundaries_or_recycling() {
+    for path in data_files().into_iter().filter(|path| !is_json(path)) {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let bytes = std::fs::read(&path).unwrap();
+        let expected: Vec<_> = FunctionSplitter::new(bytes.as_slice())
+            .with_target_lines()
+            .map(|chunk| chunk.expect("reading from memory"))
+            .collect();
+        assert!(!expected.is_empty(), "{name}");
+        for capacity in [1, 2, 3, 7, 64, 4096] {
+            let reader = std::io::BufReader::with_capacity(capacity, bytes.as_slice());
+            let mut splitter = FunctionSplitter::new(reader).with_target_lines();
+            let mut actual = Vec::new();
+            while let Some(chunk) = splitter.next() {
+                let chunk = chunk.expect("reading from memory");
+                // Hand back a copy, as the linter hands back each text once linted: the next
+                // chunk is read into a buffer that already held a function.
+                splitter.recycle(chunk.text.clone());
+                actual.push(chunk);
+            }
+            assert_eq!(actual, expected, "{name} with a {capacity}-byte buffer");
+        }
+    }
+}
