@@ -1,5 +1,7 @@
 //! The SASS text front ends (`cuobjdump -sass` and `nvdisasm` listings) on arbitrary bytes:
-//! the whole-text parser, the in-memory splitter and the streaming splitter.
+//! the whole-text parser, the in-memory splitter and the streaming splitter. The streaming
+//! splitter must also cut the same chunks whatever the size of its reader's buffer, with its
+//! buffers recycled as the linter recycles them.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -12,7 +14,38 @@ fuzz_target!(|data: &[u8]| {
     for chunk in fencelint_sass::split_functions(&text) {
         let _ = chunk.parse();
     }
-    for chunk in fencelint_sass::FunctionSplitter::new(data).flatten() {
+    let whole: Vec<_> = fencelint_sass::FunctionSplitter::new(data).with_target_lines().collect();
+    for chunk in whole.iter().flatten() {
         let _ = chunk.parse();
     }
+    let capacity = 1 + data.first().map_or(0, |&b| usize::from(b % 64));
+    let reader = std::io::BufReader::with_capacity(capacity, data);
+    let mut splitter = fencelint_sass::FunctionSplitter::new(reader).with_target_lines();
+    let mut small = Vec::new();
+    while let Some(chunk) = splitter.next() {
+        if let Ok(chunk) = &chunk {
+            splitter.recycle(chunk.text.clone());
+        }
+        small.push(chunk.map_err(|e| e.to_string()));
+    }
+    let whole: Vec<_> = whole.into_iter().map(|c| c.map_err(|e| e.to_string())).collect();
+    let normal = |chunks: Vec<Result<fencelint_sass::SassChunk, String>>| -> Vec<_> {
+        chunks.into_iter().map(|chunk| chunk.map(without_leading_blanks)).collect()
+    };
+    assert_eq!(normal(whole), normal(small), "{capacity}-byte buffer");
 });
+
+/// The chunk without the blanks it starts with, at the position of its first other byte.
+/// Before deciding between JSON and text, the splitter skips whole buffers of blanks at the
+/// start of the stream, so how many leading blanks a chunk keeps depends on the buffer size.
+fn without_leading_blanks(mut chunk: fencelint_sass::SassChunk) -> fencelint_sass::SassChunk {
+    if chunk.target_line != 0 {
+        return chunk;
+    }
+    let blanks = chunk.text.len() - chunk.text.trim_start_matches(|c: char| c.is_ascii_whitespace()).len();
+    chunk.line += chunk.text[..blanks].matches('\n').count() as u64;
+    chunk.offset += blanks as u64;
+    chunk.invalid_utf8 = chunk.invalid_utf8.map(|at| at - blanks as u32);
+    chunk.text.drain(..blanks);
+    chunk
+}

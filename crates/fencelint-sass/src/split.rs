@@ -197,8 +197,10 @@ impl<R: BufRead> FunctionSplitter<R> {
 
     fn finish_chunk(&mut self) -> Option<SassChunk> {
         let function = self.function.take()?;
-        // The chunk's buffer becomes the text, and the next chunk is read into a recycled one.
-        let next = self.spare.pop().unwrap_or_default();
+        // The chunk's buffer becomes the text, and the next chunk is read into the largest
+        // recycled one (the fewest regrowths: each maps and faults in fresh memory).
+        let largest = (0..self.spare.len()).max_by_key(|&i| self.spare[i].capacity());
+        let next = largest.map(|i| self.spare.swap_remove(i)).unwrap_or_default();
         let bytes = std::mem::replace(&mut self.chunk, next);
         let (text, invalid_utf8) = match String::from_utf8(bytes) {
             Ok(text) => (text, None),
