@@ -571,11 +571,9 @@ fn lint_unit(
     let (tool, args) = match (&tools.nvdisasm, &tools.cuobjdump) {
         (Some(nvdisasm), _) => {
             // `-g` and `-gp` together print both markers: source lines for every rule, PTX
-            // lines for the pair rules. `-novliw` (what cuobjdump passes to it) prints the same
-            // listing for sm_75 to sm_120 and takes 15% less of nvdisasm's time on NCCL's
-            // largest cubin; `-ndf` saves nothing measurable there (docs/performance.md).
-            let mut args =
-                vec![OsString::from("-c"), OsString::from("-novliw"), OsString::from("-g")];
+            // lines for the pair rules. (`-ndf` and `-novliw` print the same listing for NCCL's
+            // cubins and save no measurable time: docs/performance.md.)
+            let mut args = vec![OsString::from("-c"), OsString::from("-g")];
             if companion.is_some() {
                 args.push(OsString::from("-gp"));
             }
