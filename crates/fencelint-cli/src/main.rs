@@ -25,10 +25,11 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// position in its v2 and v3).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
-/// Keeps freed memory instead of giving it back to the kernel after 10 ms: each function of a
-/// listing frees megabytes that the next one allocates again, and the kernel zeroing those pages
-/// on every fault took a tenth of the time on NCCL's 1.6 GB listing. Resident memory stays at its
-/// peak, which streaming bounds (`docs/performance.md`).
+/// Keeps freed memory instead of giving it back to the kernel after a delay (mimalloc's
+/// `purge_delay`): each function of a listing frees megabytes that the next one allocates again,
+/// and the kernel zeroes returned pages again on every fault (on NCCL's 1.6 GB listing: 0.8 to
+/// 3.4 s of system time with the default delay, 0.25 to 1.3 s without purging). Resident memory
+/// stays at its peak, which streaming bounds (`docs/performance.md`).
 #[allow(unsafe_code)]
 fn keep_freed_memory() {
     // SAFETY: `mi_option_set` only stores an option value; any value is valid for this option
