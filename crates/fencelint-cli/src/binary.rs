@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use fencelint_diagnostics::Diagnostic;
 use fencelint_linter::{InputKind, PairedPtx, Settings, reorder};
-use fencelint_sass::FunctionSplitter;
+use fencelint_sass::{Arch, FunctionSplitter};
 use fencelint_source::{Excerpt, FileId};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -593,17 +593,14 @@ fn lint_unit(
     let cwd = path.parent();
     let mut n_chunks = 0usize;
     let result = tools::run_streaming(tool, &args, cwd, options.timeout, |reader| {
-        let mut splitter = FunctionSplitter::new(reader).with_target_lines();
+        // Where the listing does not name the architecture, the cubin's name does.
+        let mut splitter = FunctionSplitter::new(reader)
+            .with_target_lines()
+            .with_default_arch(unit.arch.as_deref().and_then(Arch::parse));
         while let Some(chunk) = splitter.next() {
             let chunk = chunk?;
             n_chunks += 1;
-            let mut text = chunk.text;
-            // The listing did not name the architecture: the cubin's name does.
-            if chunk.target_line == 0
-                && let Some(arch) = &unit.arch
-            {
-                text.insert_str(0, &format!("\t.target\t{arch}\n"));
-            }
+            let text = chunk.text;
             let kind = InputKind::Sass(chunk.format);
             let lint = match companion {
                 Some(companion) => fencelint_linter::lint_sass_paired(

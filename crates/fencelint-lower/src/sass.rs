@@ -109,7 +109,8 @@ struct Lowering {
 /// Register numbers below this are cached densely (`R0..R254`, `UR0..UR63`, `P0..P6`).
 const REGS_PER_FILE: usize = 256;
 
-/// The files [`reg_name`] keeps, in the order of the dense cache.
+/// The register files whose data flow the IR follows, numbered for the dense cache; the others
+/// (convergence barriers, scoreboards, the whole predicate file) get no IR register.
 const fn dense_file(file: RegFile) -> Option<usize> {
     match file {
         RegFile::R => Some(0),
@@ -125,7 +126,8 @@ impl Lowering {
         Self { func, dense: vec![0; 4 * REGS_PER_FILE] }
     }
 
-    /// The IR register of `reg`, or `None` where [`reg_name`] gives none.
+    /// The IR register of `reg` (interned under its spelling, `R2`), or `None` for the zero and
+    /// true registers and for the files [`dense_file`] does not follow.
     fn reg(&mut self, reg: Register) -> Option<Reg> {
         if reg.is_special() {
             return None;
@@ -133,15 +135,13 @@ impl Lowering {
         let file = dense_file(reg.file)?;
         let index = usize::from(reg.index);
         if index >= REGS_PER_FILE {
-            return reg_name(reg).map(|name| self.func.intern_reg(&name));
+            return Some(self.func.intern_reg(&reg.to_string()));
         }
         let slot = &mut self.dense[file * REGS_PER_FILE + index];
-        if *slot != 0 {
-            return Some(Reg(*slot - 1));
+        if *slot == 0 {
+            *slot = self.func.intern_reg(&reg.to_string()).0 + 1;
         }
-        let interned = self.func.intern_reg(&reg_name(reg)?);
-        *slot = interned.0 + 1;
-        Some(interned)
+        Some(Reg(*slot - 1))
     }
 }
 
@@ -171,15 +171,6 @@ fn lower_function<'a>(
         out.func.insts.push(lowered);
     }
     out.func
-}
-
-/// The IR name of a register, or `None` for the zero and true registers and for files that
-/// carry no data flow the IR follows (convergence barriers, scoreboards, the predicate file).
-fn reg_name(reg: Register) -> Option<String> {
-    if reg.is_special() {
-        return None;
-    }
-    matches!(reg.file, RegFile::R | RegFile::UR | RegFile::P | RegFile::UP).then(|| reg.to_string())
 }
 
 fn is_predicate(reg: Register) -> bool {

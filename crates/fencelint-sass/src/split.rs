@@ -119,6 +119,9 @@ pub struct FunctionSplitter<R> {
     chunk_prefix: usize,
     /// Buffers of finished chunks handed back by [`FunctionSplitter::recycle`].
     spare: Vec<Vec<u8>>,
+    /// The architecture of text functions whose stream does not name one
+    /// ([`FunctionSplitter::with_default_arch`]).
+    default_arch: Option<Arch>,
 }
 
 /// Spare buffers kept for reuse, and the largest capacity kept: a listing's functions are a
@@ -148,7 +151,17 @@ impl<R: BufRead> FunctionSplitter<R> {
             target_lines: false,
             chunk_prefix: 0,
             spare: Vec::new(),
+            default_arch: None,
         }
+    }
+
+    /// The architecture of the text functions that come before any `code for sm_XX` or
+    /// `.target` line (a caller that disassembled a cubin knows it from the cubin): their chunks
+    /// carry it, and with [`FunctionSplitter::with_target_lines`] their `.target` line says it.
+    #[must_use]
+    pub fn with_default_arch(mut self, arch: Option<Arch>) -> Self {
+        self.default_arch = arch;
+        self
     }
 
     /// Hands back the text of a chunk that is no longer needed, so that a later chunk is read
@@ -216,7 +229,7 @@ impl<R: BufRead> FunctionSplitter<R> {
             text,
             format: self.format,
             function,
-            arch: self.arch,
+            arch: self.arch.or(self.default_arch),
             binary: self.binary.clone(),
             offset: self.chunk_offset,
             line: self.chunk_line,
@@ -236,7 +249,7 @@ impl<R: BufRead> FunctionSplitter<R> {
         self.function = Some(function);
         self.format = format;
         self.chunk.clear();
-        if let Some(arch) = self.arch.filter(|_| self.target_lines) {
+        if let Some(arch) = self.arch.or(self.default_arch).filter(|_| self.target_lines) {
             use std::io::Write;
             let _ = writeln!(self.chunk, "\t.target\t{arch}");
         }
@@ -1007,5 +1020,28 @@ mod tests {
         let at = plain.invalid_utf8.expect("the 0xff byte") as usize;
         assert!(plain.text[at..].starts_with('\u{fffd}'), "{:?}", &plain.text[at..]);
         assert_eq!(with.invalid_utf8, Some((at + with.target_line as usize) as u32));
+    }
+
+    /// The default architecture is used only where the listing names none.
+    #[test]
+    fn the_default_arch_fills_in_only_for_listings_that_name_none() {
+        let named: &[u8] =
+            b"\tcode for sm_90a\n\t\tFunction : k\n        /*0000*/                   EXIT ;\n";
+        let unnamed: &[u8] = b"\t\tFunction : k\n        /*0000*/                   EXIT ;\n";
+        let split = |listing: &'static [u8]| -> SassChunk {
+            let mut chunks: Vec<SassChunk> = FunctionSplitter::new(listing)
+                .with_target_lines()
+                .with_default_arch(Arch::parse("sm_100a"))
+                .collect::<io::Result<_>>()
+                .unwrap();
+            assert_eq!(chunks.len(), 1);
+            chunks.remove(0)
+        };
+        let (named, unnamed) = (split(named), split(unnamed));
+        assert_eq!(named.arch, Arch::parse("sm_90a"));
+        assert!(named.text.starts_with("\t.target\tsm_90a\n"), "{:?}", named.text);
+        assert_eq!(unnamed.arch, Arch::parse("sm_100a"));
+        assert!(unnamed.text.starts_with("\t.target\tsm_100a\n"), "{:?}", unnamed.text);
+        assert_eq!(unnamed.target_line as usize, "\t.target\tsm_100a\n".len());
     }
 }
