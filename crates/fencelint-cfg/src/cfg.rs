@@ -55,6 +55,32 @@ pub struct Cfg {
     block_of: Vec<u32>,
 }
 
+/// Gives every indirect branch whose targets are not all known (`Control::indirect`: a jump
+/// table that the listing does not spell out) an edge to every block that nothing else
+/// reaches. A jump table's targets are such blocks unless a direct branch also reaches them,
+/// so the over-approximation keeps the code behind the table in the graph (reachable, its
+/// loops found) at the price of edges to cases a given table does not hold.
+fn link_unknown_targets(func: &Function, blocks: &[Block], graph: &mut DiGraph<BlockId, EdgeKind>) {
+    let is_unknown =
+        |block: &Block| !block.insts.is_empty() && func.inst(block.last()).control.indirect;
+    if !blocks.iter().any(is_unknown) {
+        return;
+    }
+    let orphans: Vec<NodeIndex> = (1..blocks.len())
+        .map(NodeIndex::new)
+        .filter(|&node| graph.edges_directed(node, Direction::Incoming).next().is_none())
+        .collect();
+    for (id, block) in blocks.iter().enumerate() {
+        if !is_unknown(block) {
+            continue;
+        }
+        let from = NodeIndex::new(id);
+        for &to in &orphans {
+            graph.update_edge(from, to, EdgeKind::Branch);
+        }
+    }
+}
+
 impl Cfg {
     pub fn build(func: &Function) -> Self {
         let n = func.insts.len();
@@ -112,6 +138,7 @@ impl Cfg {
                 }
             }
         }
+        link_unknown_targets(func, &blocks, &mut graph);
         Self { graph, blocks, block_of }
     }
 
@@ -162,5 +189,79 @@ impl Cfg {
             .collect();
         edges.sort_by_key(|&(a, b, _)| (a, b));
         edges
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fencelint_ir::{Control, Inst, InstKind, TextRange};
+
+    fn inst(kind: InstKind, control: Control) -> Inst {
+        let mut inst = Inst::new(TextRange::default(), "OP", kind);
+        inst.control = control;
+        inst
+    }
+
+    fn plain() -> Inst {
+        inst(InstKind::Move, Control { falls_through: true, ..Control::default() })
+    }
+
+    fn jump(targets: Vec<InstId>, indirect: bool) -> Inst {
+        inst(InstKind::Branch, Control { targets, indirect, ..Control::default() })
+    }
+
+    fn exit() -> Inst {
+        inst(InstKind::Exit, Control { exits: true, ..Control::default() })
+    }
+
+    fn successors(cfg: &Cfg, block: u32) -> Vec<u32> {
+        let mut out: Vec<u32> = cfg.successors(BlockId(block)).map(|b| b.0).collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// 0: mov; 1: indirect branch; 2: case A (jumps to 6); 4: case B (jumps to 6);
+    /// 6: exit; 7: a block only a direct branch of case A reaches.
+    fn switch(listed: Option<Vec<InstId>>) -> Function {
+        let mut func = Function::default();
+        let indirect = listed.is_none();
+        func.insts = vec![
+            plain(),
+            jump(listed.unwrap_or_default(), indirect),
+            plain(),
+            jump(vec![InstId(6)], false),
+            plain(),
+            jump(vec![InstId(6)], false),
+            exit(),
+        ];
+        func
+    }
+
+    #[test]
+    fn listed_targets_are_the_only_successors() {
+        let cfg = Cfg::build(&switch(Some(vec![InstId(4)])));
+        // Blocks: 0..2 (0), 2..4 (1), 4..6 (2), 6..7 (3).
+        assert_eq!(successors(&cfg, 0), [2]);
+        assert!(cfg.predecessors(BlockId(1)).next().is_none());
+    }
+
+    #[test]
+    fn unknown_targets_reach_every_block_nothing_else_reaches() {
+        let cfg = Cfg::build(&switch(None));
+        assert_eq!(successors(&cfg, 0), [1, 2]);
+        // The exit block is reached by direct branches, so the indirect one gets no edge to it.
+        assert_eq!(successors(&cfg, 1), [3]);
+        assert_eq!(successors(&cfg, 3), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn functions_without_unknown_targets_get_no_extra_edges() {
+        let mut func = switch(Some(vec![InstId(2), InstId(4)]));
+        func.insts.push(plain());
+        let cfg = Cfg::build(&func);
+        // The trailing block after the exit stays unreached.
+        let last = cfg.blocks.len() as u32 - 1;
+        assert!(cfg.predecessors(BlockId(last)).next().is_none());
     }
 }

@@ -25,7 +25,7 @@ use fencelint_ir::{
 };
 use fencelint_sass::{
     ConstBank, ConstOperand, MemOperand, MemPrefix, Operand, OperandKind, RegFile, RegRef,
-    Register, SassFormat, SassFunction, SassInst, SassModule,
+    Register, SassFormat, SassFunction, SassInst, SassLabel, SassModule,
 };
 use fencelint_source::{Dialect, FileId};
 pub use table::{
@@ -167,7 +167,7 @@ fn lower_function<'a>(
     out.func.insts.reserve_exact(kept.len());
     for inst in &kept {
         let class = cache.entry(inst.opcode).or_insert_with(|| table.classify(inst.opcode));
-        let lowered = lower_inst(&mut out, inst, class, table, &addresses, base);
+        let lowered = lower_inst(&mut out, inst, class, table, &addresses, &func.labels, base);
         out.func.insts.push(lowered);
     }
     out.func
@@ -243,6 +243,7 @@ fn lower_inst(
     class: &Classification,
     table: &table::Table,
     addresses: &[u64],
+    labels: &[SassLabel<'_>],
     base: u32,
 ) -> Inst {
     let meaning = class.row.map(|row| table.meaning(row));
@@ -319,7 +320,8 @@ fn lower_inst(
     if let Some(rule) = meaning.and_then(|m| m.value) {
         out.value = value_op(func, rule, operands);
     }
-    set_control(func, &mut out, inst, meaning.is_some_and(|m| m.indirect), addresses);
+    let targets = Targets { addresses, labels };
+    set_control(func, &mut out, inst, meaning.is_some_and(|m| m.indirect), targets);
     out
 }
 
@@ -494,12 +496,37 @@ fn resolve(addresses: &[u64], address: u64) -> Option<InstId> {
     (index < addresses.len()).then_some(InstId(index as u32))
 }
 
+/// What branch targets resolve against: the addresses of the kept instructions, in order, and
+/// the function's labels.
+#[derive(Clone, Copy)]
+struct Targets<'t, 'a> {
+    addresses: &'t [u64],
+    labels: &'t [SassLabel<'a>],
+}
+
+impl Targets<'_, '_> {
+    /// The instructions an indirect branch's `(*"BRANCH_TARGETS ..."*)` annotation names, in
+    /// instruction order without repeats; `None` when the branch has no annotation or a label
+    /// of it does not resolve to an instruction of the function.
+    fn listed(&self, inst: &SassInst<'_>) -> Option<Vec<InstId>> {
+        let names = inst.operands.iter().find_map(fencelint_sass::Operand::branch_targets)?;
+        let mut ids = Vec::new();
+        for name in names {
+            let label = self.labels.iter().find(|label| label.name == name)?;
+            ids.push(resolve(self.addresses, label.address)?);
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        (!ids.is_empty()).then_some(ids)
+    }
+}
+
 fn set_control(
     func: &mut Lowering,
     out: &mut Inst,
     inst: &SassInst<'_>,
     indirect: bool,
-    addresses: &[u64],
+    targets: Targets<'_, '_>,
 ) {
     let guarded = out.guard.is_some();
     match out.kind {
@@ -522,16 +549,22 @@ fn set_control(
             }
             let conditional = guarded || conditional_operand;
             out.control = Control { falls_through: conditional, ..Control::default() };
+            if indirect {
+                // nvdisasm lists the targets of a jump table; cuobjdump and nvdisasm JSON do
+                // not, and the CFG then over-approximates them (`Cfg::build`).
+                match targets.listed(inst) {
+                    Some(ids) => out.control.targets = ids,
+                    None => out.control.indirect = true,
+                }
+                return;
+            }
             match inst.branch_target {
-                Some(target) => match resolve(addresses, target) {
+                Some(target) => match resolve(targets.addresses, target) {
                     Some(id) => out.control.targets.push(id),
                     // Past the last instruction: the branch leaves the function.
                     None => out.control.exits = true,
                 },
                 None => out.control.indirect = true,
-            }
-            if indirect {
-                out.control.indirect = true;
             }
         }
         InstKind::Exit | InstKind::Return => {

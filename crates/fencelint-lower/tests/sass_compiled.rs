@@ -63,11 +63,18 @@ fn check(path: &Path, format: SassFormat, modules: &[Module]) -> Vec<String> {
                 if inst.kind == InstKind::Unknown {
                     problems.push(format!("{at}: not understood"));
                 }
+                // nvdisasm text lists the targets of a jump table; cuobjdump and JSON do not,
+                // and such a branch stays indirect (the CFG over-approximates its targets).
+                let lists_targets = format == SassFormat::NvdisasmText;
                 if matches!(inst.kind, InstKind::Branch)
                     && inst.control.targets.is_empty()
                     && !inst.control.exits
+                    && (lists_targets || !inst.control.indirect)
                 {
                     problems.push(format!("{at}: branch target not resolved"));
+                }
+                if lists_targets && inst.control.indirect {
+                    problems.push(format!("{at}: indirect branch without its listed targets"));
                 }
                 if inst.kind.mem().is_some_and(|m| m.space != fencelint_ir::Space::Const)
                     && inst.address.is_none()

@@ -520,6 +520,10 @@ pub enum OperandKind<'a> {
     Set(u64),
     /// A code symbol: `` `(.L_x_8) ``, `` `($kernel$callee) ``, or a bare `$callee` (JSON).
     Label(&'a str),
+    /// The targets nvdisasm prints after an indirect branch, from the cubin's
+    /// `EIATTR_INDIRECT_BRANCH_TARGETS`: `(*"BRANCH_TARGETS .L_x_12,.L_x_3"*)` holds
+    /// `.L_x_12,.L_x_3` (see [`Operand::branch_targets`]).
+    BranchTargets(&'a str),
     /// Anything else, as written (without the prefixes recorded in the flags).
     Other(&'a str),
 }
@@ -565,6 +569,16 @@ impl<'a> Operand<'a> {
     pub fn label(&self) -> Option<&'a str> {
         match self.kind {
             OperandKind::Label(name) => Some(name),
+            _ => None,
+        }
+    }
+
+    /// The labels of a `(*"BRANCH_TARGETS ..."*)` annotation, in the order printed.
+    pub fn branch_targets(&self) -> Option<impl Iterator<Item = &'a str> + use<'a>> {
+        match self.kind {
+            OperandKind::BranchTargets(list) => {
+                Some(list.split(',').map(str::trim).filter(|name| !name.is_empty()))
+            }
             _ => None,
         }
     }

@@ -168,6 +168,12 @@ fn parse_kind(text: &str) -> Option<OperandKind<'_>> {
             }))
         }
         b'{' => parse_set(text).map(OperandKind::Set),
+        b'(' => {
+            // nvdisasm's `(*"..."*)` annotations: `BRANCH_TARGETS` lists the targets of an
+            // indirect branch; the others (`SpillRefill`) are remarks and stay `Other`.
+            let inner = text.strip_prefix("(*\"")?.strip_suffix("\"*)")?;
+            inner.strip_prefix("BRANCH_TARGETS ").map(OperandKind::BranchTargets)
+        }
         b'`' => {
             let name = text.strip_prefix("`(")?.strip_suffix(')')?;
             Some(OperandKind::Label(name))
@@ -675,6 +681,19 @@ mod tests {
         assert_eq!(one("[R0").kind, OperandKind::Other("[R0"));
         assert_eq!(one("[R0+R1+R2]").kind, OperandKind::Other("[R0+R1+R2]"));
         assert_eq!(one("|R0").kind, OperandKind::Other("|R0"));
+    }
+
+    #[test]
+    fn branch_target_annotations() {
+        let (ops, stop) = scan(r#"R2 -0xf0 (*"BRANCH_TARGETS .L_x_12,.L_x_13,.L_x_3"*);"#);
+        assert!(matches!(stop, Stop::Semicolon(_)));
+        assert_eq!(ops.len(), 3);
+        assert_eq!(ops[2].kind, OperandKind::BranchTargets(".L_x_12,.L_x_13,.L_x_3"));
+        let targets: Vec<&str> = ops[2].branch_targets().expect("targets").collect();
+        assert_eq!(targets, [".L_x_12", ".L_x_13", ".L_x_3"]);
+        assert_eq!(one(r#"(*"SpillRefill"*)"#).kind, OperandKind::Other(r#"(*"SpillRefill"*)"#));
+        assert_eq!(one(r#"(*"BRANCH_TARGETS"#).kind, OperandKind::Other(r#"(*"BRANCH_TARGETS"#));
+        assert!(one("R2").branch_targets().is_none());
     }
 
     fn scan(text: &str) -> (Vec<Operand<'_>>, Stop) {
