@@ -11,6 +11,9 @@ mod mem;
 use rustc_hash::FxHashMap;
 use std::fmt;
 
+pub use compact_str::CompactString;
+pub use smallvec::SmallVec;
+
 pub use fencelint_source::{Dialect, FileId, SourceLocation, TextRange};
 pub use kinds::*;
 pub use mem::*;
@@ -24,6 +27,10 @@ impl InstId {
         self.0 as usize
     }
 }
+
+/// The registers an instruction defines or uses: almost always four or fewer, kept inline so
+/// that lowering millions of SASS instructions does not allocate for each.
+pub type Regs = SmallVec<[Reg; 4]>;
 
 /// A register interned per function; [`Function::reg_name`] gives its spelling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -163,14 +170,15 @@ pub struct Address {
 pub struct Inst {
     /// The span of the whole instruction in the input file.
     pub range: TextRange,
-    /// The opcode as written (`ld.relaxed.gpu.global.u32`, `LDG.E.STRONG.GPU`), for messages.
-    pub opcode: String,
+    /// The opcode as written (`ld.relaxed.gpu.global.u32`, `LDG.E.STRONG.GPU`), for messages;
+    /// inline up to 24 bytes (every SASS opcode and most PTX ones), so no allocation for most.
+    pub opcode: CompactString,
     pub kind: InstKind,
     pub guard: Option<Guard>,
     /// Registers written.
-    pub defs: Vec<Reg>,
+    pub defs: Regs,
     /// Registers read (including address registers and the guard).
-    pub uses: Vec<Reg>,
+    pub uses: Regs,
     /// For instructions whose result address analysis can follow.
     pub value: Option<ValueOp>,
     /// The memory operand, for memory ops, mbarrier ops, tensormap ops and async copies.
@@ -187,14 +195,14 @@ pub struct Inst {
 }
 
 impl Inst {
-    pub fn new(range: TextRange, opcode: impl Into<String>, kind: InstKind) -> Self {
+    pub fn new(range: TextRange, opcode: impl Into<CompactString>, kind: InstKind) -> Self {
         Self {
             range,
             opcode: opcode.into(),
             kind,
             guard: None,
-            defs: Vec::new(),
-            uses: Vec::new(),
+            defs: Regs::new(),
+            uses: Regs::new(),
             value: None,
             address: None,
             extra_addresses: Vec::new(),

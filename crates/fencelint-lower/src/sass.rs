@@ -21,7 +21,7 @@ use rustc_hash::FxHashMap;
 use fencelint_diagnostics::Diagnostic;
 use fencelint_ir::{
     AddrBase, Address, AddressRole, AsyncOp, Control, Function, Guard, Inst, InstId, InstKind,
-    Module, Reg, SourceLocation, Tcgen05Op, ValueOp,
+    Module, Reg, Regs, SourceLocation, Tcgen05Op, ValueOp,
 };
 use fencelint_sass::{
     ConstBank, ConstOperand, MemOperand, MemPrefix, Operand, OperandKind, RegFile, RegRef,
@@ -178,7 +178,7 @@ fn is_predicate(reg: Register) -> bool {
 }
 
 /// Pushes `reg` and the `count - 1` registers after it (`R2.64` is `R2`, `R3`) onto `out`.
-fn intern_regs(func: &mut Lowering, reg: Register, count: u16, out: &mut Vec<Reg>) {
+fn intern_regs(func: &mut Lowering, reg: Register, count: u16, out: &mut Regs) {
     for k in 0..count.max(1) {
         let Some(index) = reg.index.checked_add(k) else { break };
         let next = Register::new(reg.file, index);
@@ -325,20 +325,20 @@ fn lower_inst(
     out
 }
 
-fn uses_of_address(func: &mut Lowering, address: &fencelint_sass::Address, uses: &mut Vec<Reg>) {
+fn uses_of_address(func: &mut Lowering, address: &fencelint_sass::Address, uses: &mut Regs) {
     for reg in address.regs() {
         intern_regs(func, reg.reg, suffix_width(&reg), uses);
     }
 }
 
-fn uses_of_mem(func: &mut Lowering, mem: &MemOperand, uses: &mut Vec<Reg>) {
+fn uses_of_mem(func: &mut Lowering, mem: &MemOperand, uses: &mut Regs) {
     if let Some(desc) = mem.desc {
         intern_regs(func, desc.reg, suffix_width(&desc), uses);
     }
     uses_of_address(func, &mem.addr, uses);
 }
 
-fn uses_of_const(func: &mut Lowering, c: &ConstOperand, uses: &mut Vec<Reg>) {
+fn uses_of_const(func: &mut Lowering, c: &ConstOperand, uses: &mut Regs) {
     if let ConstBank::Reg(reg) = c.bank {
         intern_regs(func, reg.reg, 1, uses);
     }

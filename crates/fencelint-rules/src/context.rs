@@ -65,7 +65,7 @@ impl<'a> FunctionCx<'a> {
         let insts = &self.analysis.func.insts;
         let start = id.index().saturating_sub(3);
         let end = (id.index() + 4).min(insts.len());
-        insts[start..end].iter().map(|inst| inst.opcode.clone()).collect()
+        insts[start..end].iter().map(|inst| inst.opcode.to_string()).collect()
     }
 
     /// Starts a diagnostic on an arbitrary range (for findings not tied to one instruction).
@@ -110,7 +110,7 @@ impl Report<'_, '_> {
     #[must_use]
     pub fn secondary(mut self, id: InstId, message: impl Into<String>) -> Self {
         let label = self.cx.label(id, message);
-        self.window.push(self.cx.inst(id).opcode.clone());
+        self.window.push(self.cx.inst(id).opcode.to_string());
         self.diag().secondary.push(label);
         self
     }

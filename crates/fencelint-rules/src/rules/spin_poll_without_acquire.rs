@@ -72,8 +72,25 @@ fn polled_access(inst: &Inst) -> Option<&MemAccess> {
     }
 }
 
+/// Whether `mem`, read by a loop's exit condition, can be the poll of a finding: shareable,
+/// coherent and not an acquire. SASS prints shared-memory accesses without strength (`LDS` is
+/// weak, relaxed or an acquire at CTA scope alike) and ptxas deletes weak global polls: a
+/// weak-looking SASS poll carries no usable ordering fact.
+fn may_be_poll(mem: &MemAccess, sass: bool) -> bool {
+    let weak_in_sass = sass && mem.sem == Sem::Weak;
+    mem.space.is_shareable() && !mem.non_coherent && !mem.sem.has_acquire() && !weak_in_sass
+}
+
 fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll> {
     let func = analysis.func;
+    // The exits' slices stay inside the loop: without a read that may be a poll among its
+    // instructions, the loop has no poll, and the slices are not computed.
+    let candidate = lp
+        .insts(analysis)
+        .any(|id| polled_access(func.inst(id)).is_some_and(|mem| may_be_poll(mem, sass)));
+    if !candidate {
+        return Vec::new();
+    }
     let exits: Vec<(InstId, fencelint_cfg::BlockId, Vec<InstId>)> = lp
         .exits
         .iter()
@@ -97,13 +114,7 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
     for (branch, to, deciders) in exits {
         for load in deciders {
             let Some(mem) = polled_access(func.inst(load)) else { continue };
-            if !mem.space.is_shareable() || mem.non_coherent || mem.sem.has_acquire() {
-                continue;
-            }
-            // SASS prints shared-memory accesses without strength (`LDS` is weak, relaxed or an
-            // acquire at CTA scope alike) and ptxas deletes weak global polls: a weak-looking
-            // SASS poll carries no usable ordering fact.
-            if sass && mem.sem == Sem::Weak {
+            if !may_be_poll(mem, sass) {
                 continue;
             }
             if !address_is_loop_invariant(analysis, lp, load) {
