@@ -1,5 +1,5 @@
 //! Linting a SASS listing too large to hold in memory (the `cuobjdump -sass` text of NCCL's
-//! `sm_90` cubin is 1.6 GB). The file is read once, cut into functions by
+//! `sm_90` cubin is 1.6 GB), in any of the three formats. The file is read once, cut into functions by
 //! `fencelint_sass::FunctionSplitter` on the reading thread and linted by worker threads; a
 //! bounded channel between them keeps at most a few functions in flight. Only functions with
 //! findings are kept, as excerpts that report lines, columns and byte offsets of the whole file.
@@ -16,11 +16,11 @@ use fencelint_source::{Excerpt, FileId, TextRange};
 
 use super::snippets::{self, Snippet};
 
-/// Text inputs at least this large are streamed when their first bytes read as SASS text
-/// (`cuobjdump -sass` or `nvdisasm`; nvdisasm JSON is one document and is read whole).
+/// Text inputs at least this large are streamed when their first bytes read as SASS
+/// (`cuobjdump -sass`, `nvdisasm` text, or `nvdisasm -json`, cut into its function objects).
 pub(crate) const STREAM_MIN: u64 = 8 << 20;
 
-/// Whether the file at `path` is a SASS text listing to stream.
+/// Whether the file at `path` is a SASS listing to stream.
 pub(crate) fn should_stream(path: &std::path::Path) -> bool {
     use std::io::Read;
     let Ok(meta) = std::fs::metadata(path) else { return false };
@@ -38,10 +38,7 @@ pub(crate) fn should_stream(path: &std::path::Path) -> bool {
         return false;
     }
     let text = String::from_utf8_lossy(&head);
-    matches!(
-        fencelint_linter::detect(&text),
-        Some(InputKind::Sass(SassFormat::CuobjdumpText | SassFormat::NvdisasmText))
-    )
+    matches!(fencelint_linter::detect(&text), Some(InputKind::Sass(_)))
 }
 
 /// The id that diagnostics carry until their lines are cut out.
@@ -91,7 +88,7 @@ pub(crate) fn lint_listing<R: BufRead>(
                     let function = chunk.function.clone();
                     let at = Excerpt {
                         line: u32::try_from(chunk.line).unwrap_or(u32::MAX),
-                        column: 0,
+                        column: u32::try_from(chunk.column).unwrap_or(u32::MAX),
                         offset: chunk.offset,
                     };
                     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -171,12 +168,24 @@ fn lint_chunk(chunk: SassChunk, settings: &Settings) -> (usize, Option<Excerpted
     let prefix = u64::from(chunk.target_line);
     let base = Excerpt {
         line: u32::try_from(chunk.line.saturating_sub(u64::from(prefix > 0))).unwrap_or(u32::MAX),
-        column: 0,
+        column: u32::try_from(chunk.column).unwrap_or(u32::MAX),
         offset: chunk.offset.saturating_sub(prefix),
     };
+    let mut lint = if chunk.format == SassFormat::NvdisasmJson {
+        // A JSON chunk is one function object, not a document: it is parsed as such, with the
+        // architecture the stream's metadata named. JSON carries no suppression comments.
+        let parsed = chunk.parse();
+        let lowered = fencelint_lower::sass::lower_parsed(PLACEHOLDER, &chunk.text, &parsed, 0);
+        fencelint_linter::lint_lowered(lowered, settings)
+    } else {
+        fencelint_linter::lint_text(
+            PLACEHOLDER,
+            &chunk.text,
+            InputKind::Sass(chunk.format),
+            settings,
+        )
+    };
     let text = chunk.text;
-    let mut lint =
-        fencelint_linter::lint_text(PLACEHOLDER, &text, InputKind::Sass(chunk.format), settings);
     // The splitter replaced bytes that are not UTF-8; say so, as the whole-file path does.
     if let Some(at) = chunk.invalid_utf8 {
         lint.diagnostics.push(Diagnostic::new(

@@ -174,6 +174,9 @@ fn a_streamed_listing_reports_what_the_whole_file_path_reports() {
         "fixtures/compiled/sm_90a/spin_poll.nvdisasm.sass",
         "fixtures/compiled/sm_100a/tcgen05.nvdisasm-gp.sass",
         "fixtures/compiled/sm_90a/tma.nvdisasm.sass",
+        "fixtures/compiled/sm_120/spin_poll.nvdisasm.json",
+        "fixtures/compiled/sm_100a/tcgen05.nvdisasm.json",
+        "fixtures/compiled/sm_120/jump_table.nvdisasm.json",
     ] {
         let args = ["check", "--format", "json", "--locations", "input", listing];
         let whole = common::command(&args).output().unwrap();
@@ -194,6 +197,28 @@ fn a_streamed_listing_reports_what_the_whole_file_path_reports() {
         assert_eq!(a["diagnostics"], b["diagnostics"], "{listing}");
         assert_eq!(whole.status.code(), streamed.status.code());
     }
+}
+
+/// nvdisasm writes its JSON on one line; the same document spread over many lines (as a JSON
+/// formatter writes it) is streamed with the lines and columns the whole-file path gives.
+#[test]
+fn a_streamed_multiline_json_listing_keeps_its_lines_and_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = fs::read_to_string(repo().join("fixtures/compiled/sm_120/spin_poll.nvdisasm.json"))
+        .unwrap();
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let path = dir.path().join("pretty.json");
+    fs::write(&path, serde_json::to_string_pretty(&value).unwrap()).unwrap();
+    let args = ["check", "--format", "short", path.to_str().unwrap()];
+    let whole = common::command(&args).output().unwrap();
+    let streamed = common::command(&args).env("FENCELINT_STREAM_MIN", "1").output().unwrap();
+    let findings = |out: &std::process::Output| -> Vec<String> {
+        stdout(out).lines().filter(|l| l.contains(": error[")).map(str::to_owned).collect()
+    };
+    let (a, b) = (findings(&whole), findings(&streamed));
+    assert!(a.iter().any(|l| l.contains("spin-poll-without-acquire")), "{a:?}");
+    assert!(a.iter().all(|l| !l.contains(":1:")), "the findings are below line 1: {a:?}");
+    assert_eq!(a, b);
 }
 
 /// Bytes that are not UTF-8 in a streamed listing are reported like in a file read whole.

@@ -138,17 +138,18 @@ fn lint_text_with(
     pair: Option<(&PairedPtx, Option<&str>)>,
 ) -> LintOutput {
     let lowered = fencelint_lower::lower(file, text, kind, 0);
-    let functions: Vec<FunctionSpan> = if text.contains("fencelint:") {
-        lowered
+    // One vector search for the marker: most texts (every compiler listing) have none.
+    let mut suppressions = if suppress::has_marker(text) {
+        let functions: Vec<FunctionSpan> = lowered
             .modules
             .iter()
             .flat_map(|module| &module.functions)
             .map(|func| FunctionSpan { name: func.name.clone(), range: func.range })
-            .collect()
+            .collect();
+        Suppressions::parse(text, &functions)
     } else {
-        Vec::new()
+        Suppressions::default()
     };
-    let mut suppressions = Suppressions::parse(text, &functions);
     let paired = match pair {
         Some((ptx, producer)) => lint_pairs(ptx, &lowered.modules, settings, producer),
         None => Vec::new(),

@@ -26,6 +26,11 @@ pub const FILE_HEAD_LINES: usize = 20;
 
 const MARKER: &str = "fencelint:";
 
+/// Whether `text` holds a `fencelint:` comment at all (a vector search; most inputs have none).
+pub fn has_marker(text: &str) -> bool {
+    memchr::memmem::find(text.as_bytes(), MARKER.as_bytes()).is_some()
+}
+
 /// Diagnostics that are never suppressed inline: they say the input was not (fully) read, or
 /// that a suppression is wrong.
 const NOT_SUPPRESSIBLE: &[&str] =
@@ -108,7 +113,7 @@ impl Suppressions {
     /// text (needed for `allow-function` and to name the kernel of an unused suppression).
     pub fn parse(text: &str, functions: &[FunctionSpan]) -> Self {
         let mut out = Self::default();
-        if !text.contains(MARKER) {
+        if !has_marker(text) {
             return out;
         }
         let head_end = file_head_end(text);

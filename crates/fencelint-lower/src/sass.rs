@@ -40,6 +40,17 @@ pub fn lower_text(file: FileId, text: &str, format: SassFormat, base: u32) -> Lo
         SassFormat::NvdisasmJson => fencelint_sass::parse_json(text),
         SassFormat::CuobjdumpText | SassFormat::NvdisasmText => fencelint_sass::parse_text(text),
     };
+    lower_parsed(file, text, &parsed, base)
+}
+
+/// Lowers a listing parsed from `text` (for example one function of a streamed listing,
+/// [`fencelint_sass::SassChunk::parse`]), turning its parse errors into diagnostics.
+pub fn lower_parsed(
+    file: FileId,
+    text: &str,
+    parsed: &fencelint_sass::Parsed<SassModule<'_>>,
+    base: u32,
+) -> Lowered {
     let mut diagnostics: Vec<Diagnostic> = parsed
         .errors
         .iter()

@@ -38,9 +38,12 @@ pub struct SassChunk {
     pub binary: Option<String>,
     /// The byte offset in the stream of the function's text (after any `target_line`).
     pub offset: u64,
-    /// The 0-based line of the stream where the function starts (0 for JSON, which is one
-    /// line).
+    /// The 0-based line of the stream where the function starts (for nvdisasm's JSON, which
+    /// is one line, 0).
     pub line: u64,
+    /// The 0-based byte column on that line where the function starts: 0 for a text function,
+    /// the position of the object on its line for a JSON function.
+    pub column: u64,
     /// The length of the `\t.target\tsm_XX\n` line that
     /// [`FunctionSplitter::with_target_lines`] put in front of a text function (0 otherwise):
     /// the function's own text is `text[target_line..]`, at `offset` in the stream.
@@ -111,6 +114,9 @@ pub struct FunctionSplitter<R> {
     scratch: Vec<u8>,
     offset: u64,
     line: u64,
+    /// The offset of the first byte of the current line (kept for JSON, whose objects start
+    /// inside a line).
+    line_start: u64,
     sniffed: bool,
     failed: bool,
     /// Put a `.target` line in front of each text function (see [`SassChunk::target_line`]).
@@ -146,6 +152,7 @@ impl<R: BufRead> FunctionSplitter<R> {
             scratch: Vec::new(),
             offset: 0,
             line: 0,
+            line_start: 0,
             sniffed: false,
             failed: false,
             target_lines: false,
@@ -233,6 +240,7 @@ impl<R: BufRead> FunctionSplitter<R> {
             binary: self.binary.clone(),
             offset: self.chunk_offset,
             line: self.chunk_line,
+            column: 0,
             target_line: prefix as u32,
             invalid_utf8,
         })
@@ -404,7 +412,9 @@ impl<R: BufRead> FunctionSplitter<R> {
                 JsonPhase::Metadata => {
                     self.skip_json_blanks()?;
                     let mut metadata = Vec::new();
+                    let start = self.offset;
                     let complete = self.capture_value(&mut metadata, JSON_METADATA_CAP)?;
+                    self.count_json_lines(start, &metadata);
                     if let Ok(text) = std::str::from_utf8(&metadata) {
                         self.arch = metadata_arch_of(text);
                     }
@@ -424,9 +434,11 @@ impl<R: BufRead> FunctionSplitter<R> {
                             self.offset += 1;
                         }
                         Some(b'{') => {
-                            let offset = self.offset;
+                            let (offset, line) = (self.offset, self.line);
+                            let column = offset - self.line_start;
                             let mut object = Vec::new();
                             self.capture_value(&mut object, usize::MAX)?;
+                            self.count_json_lines(offset, &object);
                             let (text, invalid_utf8) = match String::from_utf8(object) {
                                 Ok(text) => (text, None),
                                 Err(error) => {
@@ -445,7 +457,8 @@ impl<R: BufRead> FunctionSplitter<R> {
                                 arch: self.arch,
                                 binary: None,
                                 offset,
-                                line: 0,
+                                line,
+                                column,
                                 target_line: 0,
                                 invalid_utf8,
                             }));
@@ -468,11 +481,24 @@ impl<R: BufRead> FunctionSplitter<R> {
             }
             let blanks = buffer.iter().take_while(|b| b.is_ascii_whitespace()).count();
             let all = blanks == buffer.len();
+            if let Some(last) = memchr::memrchr(b'\n', &buffer[..blanks]) {
+                self.line += memchr::memchr_iter(b'\n', &buffer[..blanks]).count() as u64;
+                self.line_start = self.offset + last as u64 + 1;
+            }
             self.reader.consume(blanks);
             self.offset += blanks as u64;
             if !all {
                 return Ok(());
             }
+        }
+    }
+
+    /// Counts the lines of a JSON value that starts at `start` in the stream (when it was cut
+    /// short, only its first `value.len()` bytes are known: the metadata cap).
+    fn count_json_lines(&mut self, start: u64, value: &[u8]) {
+        if let Some(last) = memchr::memrchr(b'\n', value) {
+            self.line += memchr::memchr_iter(b'\n', value).count() as u64;
+            self.line_start = start + last as u64 + 1;
         }
     }
 
