@@ -522,7 +522,14 @@ impl<'a> Scanner<'a> {
             }
         };
         inst.opcode = parsed.opcode;
-        if let Some(predicate) = parsed.predicate {
+        // nvdisasm's JSON writer files the `PR` operand of `P2R Rd, PR, Rb, mask` under
+        // "predicate" (`{"predicate":"PR","opcode":"P2R","operands":"R0,RZ,0x4"}`, 689 times
+        // in NCCL's sm_90 cubin); it goes back to where the text listing has it.
+        let mut moved_operand = None;
+        if let Some(predicate) = parsed.predicate.filter(|p| *p == "PR") {
+            let at = offset_in(text, predicate);
+            moved_operand = Some(crate::operand::parse_operand(predicate, at));
+        } else if let Some(predicate) = parsed.predicate {
             inst.guard = predicate.strip_prefix('@').and_then(parse_guard);
             if inst.guard.is_none() {
                 let at = offset_in(text, predicate);
@@ -543,6 +550,9 @@ impl<'a> Scanner<'a> {
                 self.error(at, at + operands.len(), "unexpected `;` or comment in JSON operands");
             }
             inst.operands = self.scratch.as_slice().to_vec();
+        }
+        if let Some(operand) = moved_operand {
+            inst.operands.insert(inst.operands.len().min(1), operand);
         }
         claim_symbols(inst.opcode, &mut inst.operands);
         inst.branch_target = numeric_target(inst.opcode, &inst.operands);

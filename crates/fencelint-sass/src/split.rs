@@ -181,6 +181,13 @@ impl<R: BufRead> FunctionSplitter<R> {
         }
     }
 
+    /// The largest recycled buffer (empty), or a new one: the largest needs the fewest
+    /// regrowths, each of which maps and faults in fresh memory.
+    fn take_spare(&mut self) -> Vec<u8> {
+        let largest = (0..self.spare.len()).max_by_key(|&i| self.spare[i].capacity());
+        largest.map(|i| self.spare.swap_remove(i)).unwrap_or_default()
+    }
+
     /// Puts a `\t.target\tsm_XX\n` line in front of every text function whose architecture
     /// the stream named, so that the function's text alone still says it; cheaper than
     /// prepending it to the finished text.
@@ -201,14 +208,17 @@ impl<R: BufRead> FunctionSplitter<R> {
                 let rest = &buffer[blanks..];
                 let after = rest.iter().skip(1).find(|b| !b.is_ascii_whitespace());
                 if rest.first() == Some(&b'[') && after.is_none_or(|b| matches!(b, b'{' | b'[')) {
-                    self.reader.consume(blanks);
-                    self.offset += blanks as u64;
+                    // The blanks before the `[` are left to the JSON reader, which counts
+                    // their lines.
                     self.json = Some(JsonPhase::Start);
                 }
                 return Ok(());
             }
             // Only whitespace in this block: count its lines and look further.
             self.line += count_newlines(buffer);
+            if let Some(last) = memchr::memrchr(b'\n', buffer) {
+                self.line_start = self.offset + last as u64 + 1;
+            }
             let len = buffer.len();
             self.reader.consume(len);
             self.offset += len as u64;
@@ -217,10 +227,8 @@ impl<R: BufRead> FunctionSplitter<R> {
 
     fn finish_chunk(&mut self) -> Option<SassChunk> {
         let function = self.function.take()?;
-        // The chunk's buffer becomes the text, and the next chunk is read into the largest
-        // recycled one (the fewest regrowths: each maps and faults in fresh memory).
-        let largest = (0..self.spare.len()).max_by_key(|&i| self.spare[i].capacity());
-        let next = largest.map(|i| self.spare.swap_remove(i)).unwrap_or_default();
+        // The chunk's buffer becomes the text, and the next chunk is read into a recycled one.
+        let next = self.take_spare();
         let bytes = std::mem::replace(&mut self.chunk, next);
         let (text, invalid_utf8) = match String::from_utf8(bytes) {
             Ok(text) => (text, None),
@@ -436,7 +444,7 @@ impl<R: BufRead> FunctionSplitter<R> {
                         Some(b'{') => {
                             let (offset, line) = (self.offset, self.line);
                             let column = offset - self.line_start;
-                            let mut object = Vec::new();
+                            let mut object = self.take_spare();
                             self.capture_value(&mut object, usize::MAX)?;
                             self.count_json_lines(offset, &object);
                             let (text, invalid_utf8) = match String::from_utf8(object) {

@@ -332,6 +332,22 @@ fn json_listing() {
     assert!(slice(JSON, k.range).starts_with("{\"function-name\""));
 }
 
+/// Hand-written, in the shape nvdisasm 13.5 writes for `P2R R0, PR, RZ, 0x4` (689 times in
+/// NCCL's `sm_90` cubin): the `PR` operand under "predicate".
+#[test]
+fn json_p2r_keeps_pr_as_its_operand() {
+    let json = r#"[{"SM":{"version":{"major":9,"minor":0}}},[{"function-name":"k","start":0,"length":32,
+        "sass-instructions":[{"predicate":"PR","opcode":"P2R","operands":"R0,RZ,0x4"},
+        {"predicate":"@P0","opcode":"EXIT"}]}]]"#;
+    let parsed = parse_json(json);
+    assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
+    let p2r = &parsed.value.functions[0].instructions[0];
+    assert!(p2r.guard.is_none() && !p2r.malformed);
+    let shown: Vec<&str> = p2r.operands.iter().map(|o| slice(json, o.range)).collect();
+    assert_eq!(shown, ["R0", "PR", "RZ", "0x4"]);
+    assert_eq!(parsed.value.functions[0].instructions[1].guard.unwrap().to_string(), "@P0");
+}
+
 #[test]
 fn truncated_json_keeps_complete_instructions() {
     let cut = &JSON[..JSON.find("{\"opcode\":\"MEMBAR").unwrap() + 5];
