@@ -75,8 +75,9 @@ fn link_unknown_targets(func: &Function, blocks: &[Block], graph: &mut DiGraph<B
             continue;
         }
         let from = NodeIndex::new(id);
+        // Orphans had no incoming edge, so none of these exists yet.
         for &to in &orphans {
-            graph.update_edge(from, to, EdgeKind::Branch);
+            graph.add_edge(from, to, EdgeKind::Branch);
         }
     }
 }
@@ -221,8 +222,7 @@ mod tests {
         out
     }
 
-    /// 0: mov; 1: indirect branch; 2: case A (jumps to 6); 4: case B (jumps to 6);
-    /// 6: exit; 7: a block only a direct branch of case A reaches.
+    /// 0: mov; 1: indirect branch; 2: case A (jumps to 6); 4: case B (jumps to 6); 6: exit.
     fn switch(listed: Option<Vec<InstId>>) -> Function {
         let mut func = Function::default();
         let indirect = listed.is_none();
@@ -260,7 +260,8 @@ mod tests {
         let mut func = switch(Some(vec![InstId(2), InstId(4)]));
         func.insts.push(plain());
         let cfg = Cfg::build(&func);
-        // The trailing block after the exit stays unreached.
+        // A block after the exit that nothing reaches stays unreached: every branch's targets
+        // are known.
         let last = cfg.blocks.len() as u32 - 1;
         assert!(cfg.predecessors(BlockId(last)).next().is_none());
     }
