@@ -67,7 +67,7 @@ pub struct FunctionAnalysis<'f> {
     /// The instructions whose kind [`fencelint_ir::InstKind::is_memory_or_order`], in text order.
     memory_insts: OnceCell<Vec<InstId>>,
     /// Slices already computed by [`FunctionAnalysis::deciding_reads`], by branch and the header
-    /// of the loop they stay in: the poll rules each slice every exit branch of every loop.
+    /// of the loop they stay in: both poll rules ask for the slices of the same loop exits.
     deciding: RefCell<FxHashMap<SliceKey, Vec<InstId>>>,
     incomplete: Cell<bool>,
 }

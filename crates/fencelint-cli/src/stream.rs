@@ -1,7 +1,7 @@
 //! Linting a SASS listing too large to hold in memory (the `cuobjdump -sass` text of NCCL's
-//! `sm_90` cubin is 1.6 GB), in any of the three formats. The file is read once, cut into functions by
-//! `fencelint_sass::FunctionSplitter` on the reading thread and linted by worker threads; a
-//! bounded channel between them keeps at most a few functions in flight. Only functions with
+//! `sm_90` cubin is 1.6 GB), in any of the three formats. The file is read once, cut into
+//! functions by `fencelint_sass::FunctionSplitter` on the reading thread and linted by worker
+//! threads; a bounded channel between them keeps at most a few functions in flight. Only functions with
 //! findings are kept, as excerpts that report lines, columns and byte offsets of the whole file.
 
 use std::io::BufRead;

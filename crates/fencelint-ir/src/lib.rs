@@ -12,7 +12,6 @@ use rustc_hash::FxHashMap;
 use std::fmt;
 
 pub use compact_str::CompactString;
-pub use smallvec::SmallVec;
 
 pub use fencelint_source::{Dialect, FileId, SourceLocation, TextRange};
 pub use kinds::*;
@@ -30,7 +29,7 @@ impl InstId {
 
 /// The registers an instruction defines or uses: almost always four or fewer, kept inline so
 /// that lowering millions of SASS instructions does not allocate for each.
-pub type Regs = SmallVec<[Reg; 4]>;
+pub type Regs = smallvec::SmallVec<[Reg; 4]>;
 
 /// A register interned per function; [`Function::reg_name`] gives its spelling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -41,8 +41,8 @@ pub struct SassChunk {
     /// The 0-based line of the stream where the function starts (for nvdisasm's JSON, which
     /// is one line, 0).
     pub line: u64,
-    /// The 0-based byte column on that line where the function starts: 0 for a text function,
-    /// the position of the object on its line for a JSON function.
+    /// The 0-based character column on that line where the function starts: 0 for a text
+    /// function, the position of the object on its line for a JSON function.
     pub column: u64,
     /// The length of the `\t.target\tsm_XX\n` line that
     /// [`FunctionSplitter::with_target_lines`] put in front of a text function (0 otherwise):
@@ -114,9 +114,9 @@ pub struct FunctionSplitter<R> {
     scratch: Vec<u8>,
     offset: u64,
     line: u64,
-    /// The offset of the first byte of the current line (kept for JSON, whose objects start
-    /// inside a line).
-    line_start: u64,
+    /// The character column on the current line (kept for JSON, whose objects start inside a
+    /// line; see [`advance`]).
+    column: u64,
     sniffed: bool,
     failed: bool,
     /// Put a `.target` line in front of each text function (see [`SassChunk::target_line`]).
@@ -152,7 +152,7 @@ impl<R: BufRead> FunctionSplitter<R> {
             scratch: Vec::new(),
             offset: 0,
             line: 0,
-            line_start: 0,
+            column: 0,
             sniffed: false,
             failed: false,
             target_lines: false,
@@ -215,10 +215,7 @@ impl<R: BufRead> FunctionSplitter<R> {
                 return Ok(());
             }
             // Only whitespace in this block: count its lines and look further.
-            self.line += count_newlines(buffer);
-            if let Some(last) = memchr::memrchr(b'\n', buffer) {
-                self.line_start = self.offset + last as u64 + 1;
-            }
+            advance(&mut self.line, &mut self.column, buffer);
             let len = buffer.len();
             self.reader.consume(len);
             self.offset += len as u64;
@@ -420,9 +417,9 @@ impl<R: BufRead> FunctionSplitter<R> {
                 JsonPhase::Metadata => {
                     self.skip_json_blanks()?;
                     let mut metadata = Vec::new();
-                    let start = self.offset;
                     let complete = self.capture_value(&mut metadata, JSON_METADATA_CAP)?;
-                    self.count_json_lines(start, &metadata);
+                    // Past the cap, the metadata's lines are not counted.
+                    advance(&mut self.line, &mut self.column, &metadata);
                     if let Ok(text) = std::str::from_utf8(&metadata) {
                         self.arch = metadata_arch_of(text);
                     }
@@ -440,13 +437,13 @@ impl<R: BufRead> FunctionSplitter<R> {
                         Some(b',') => {
                             self.reader.consume(1);
                             self.offset += 1;
+                            self.column += 1;
                         }
                         Some(b'{') => {
-                            let (offset, line) = (self.offset, self.line);
-                            let column = offset - self.line_start;
+                            let (offset, line, column) = (self.offset, self.line, self.column);
                             let mut object = self.take_spare();
                             self.capture_value(&mut object, usize::MAX)?;
-                            self.count_json_lines(offset, &object);
+                            advance(&mut self.line, &mut self.column, &object);
                             let (text, invalid_utf8) = match String::from_utf8(object) {
                                 Ok(text) => (text, None),
                                 Err(error) => {
@@ -489,24 +486,12 @@ impl<R: BufRead> FunctionSplitter<R> {
             }
             let blanks = buffer.iter().take_while(|b| b.is_ascii_whitespace()).count();
             let all = blanks == buffer.len();
-            if let Some(last) = memchr::memrchr(b'\n', &buffer[..blanks]) {
-                self.line += memchr::memchr_iter(b'\n', &buffer[..blanks]).count() as u64;
-                self.line_start = self.offset + last as u64 + 1;
-            }
+            advance(&mut self.line, &mut self.column, &buffer[..blanks]);
             self.reader.consume(blanks);
             self.offset += blanks as u64;
             if !all {
                 return Ok(());
             }
-        }
-    }
-
-    /// Counts the lines of a JSON value that starts at `start` in the stream (when it was cut
-    /// short, only its first `value.len()` bytes are known: the metadata cap).
-    fn count_json_lines(&mut self, start: u64, value: &[u8]) {
-        if let Some(last) = memchr::memrchr(b'\n', value) {
-            self.line += memchr::memchr_iter(b'\n', value).count() as u64;
-            self.line_start = start + last as u64 + 1;
         }
     }
 
@@ -516,6 +501,7 @@ impl<R: BufRead> FunctionSplitter<R> {
         if found {
             self.reader.consume(1);
             self.offset += 1;
+            self.column += 1;
         }
         Ok(found)
     }
@@ -1003,8 +989,17 @@ fn json_function_name(object: &str) -> &str {
     rest.find('"').map_or("", |end| &rest[..end])
 }
 
-fn count_newlines(bytes: &[u8]) -> u64 {
-    bytes.split(|&b| b == b'\n').count() as u64 - 1
+/// Moves a stream position, a 0-based line and the character column on it, over `bytes`.
+fn advance(line: &mut u64, column: &mut u64, bytes: &[u8]) {
+    // Characters are the bytes that do not continue a UTF-8 sequence.
+    let chars = |bytes: &[u8]| bytes.iter().filter(|&&b| b & 0xc0 != 0x80).count() as u64;
+    match memchr::memrchr(b'\n', bytes) {
+        Some(last) => {
+            *line += memchr::memchr_iter(b'\n', bytes).count() as u64;
+            *column = chars(&bytes[last + 1..]);
+        }
+        None => *column += chars(bytes),
+    }
 }
 
 #[cfg(test)]
@@ -1054,6 +1049,28 @@ mod tests {
         let at = plain.invalid_utf8.expect("the 0xff byte") as usize;
         assert!(plain.text[at..].starts_with('\u{fffd}'), "{:?}", &plain.text[at..]);
         assert_eq!(with.invalid_utf8, Some((at + with.target_line as usize) as u32));
+    }
+
+    /// JSON function objects carry the line and the character column where they start, for
+    /// blank lines before the document, values spread over lines and multi-byte characters
+    /// before an object on its line; with any reader buffer size.
+    #[test]
+    fn json_chunks_know_their_line_and_column() {
+        let json = "\n\n [{\"Description\":\"d\u{e9}j\u{e0}\",\n \"SM\":{\"version\":{\"major\":9}}}, [{\"function-name\":\"a\"},\n  {\"function-name\":\"b\",\n\"x\":\"\u{e9}\"},{\"function-name\":\"c\"}]]";
+        for capacity in [1, 2, 5, 4096] {
+            let reader = std::io::BufReader::with_capacity(capacity, json.as_bytes());
+            let chunks: Vec<SassChunk> =
+                FunctionSplitter::new(reader).collect::<io::Result<_>>().unwrap();
+            let places: Vec<(&str, u64, u64, u64)> =
+                chunks.iter().map(|c| (c.function.as_str(), c.line, c.column, c.offset)).collect();
+            let offset =
+                |name: &str| json.find(&format!("{{\"function-name\":\"{name}\"")).unwrap() as u64;
+            assert_eq!(
+                places,
+                [("a", 3, 33, offset("a")), ("b", 4, 2, offset("b")), ("c", 5, 9, offset("c"))],
+                "{capacity}-byte buffer"
+            );
+        }
     }
 
     /// The default architecture is used only where the listing names none.

@@ -52,7 +52,6 @@ impl Rule for AcquireInPollLoop {
     }
 }
 
-/// A loop whose only memory accesses are loads of a fixed location that decide its exit.
 /// What the loop's instructions alone decide, before any slice is computed: a report needs an
 /// acquire inside the loop, and a spin loop (see [`spin_loop`]) touches memory only through its
 /// polls, which are loads or atomics that return. Most loops fail one of the two, and the
@@ -70,6 +69,7 @@ fn may_report(analysis: &FunctionAnalysis<'_>, lp: &Loop) -> bool {
     acquires
 }
 
+/// A loop whose only memory accesses are loads of a fixed location that decide its exit.
 struct Spin {
     /// The loads that decide the exit.
     polls: BTreeSet<InstId>,
