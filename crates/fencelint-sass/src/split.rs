@@ -38,8 +38,8 @@ pub struct SassChunk {
     pub binary: Option<String>,
     /// The byte offset in the stream of the function's text (after any `target_line`).
     pub offset: u64,
-    /// The 0-based line of the stream where the function starts (for nvdisasm's JSON, which
-    /// is one line, 0).
+    /// The 0-based line of the stream where the function starts (0 for every function of
+    /// nvdisasm's JSON, which writes the document on one line).
     pub line: u64,
     /// The 0-based character column on that line where the function starts: 0 for a text
     /// function, the position of the object on its line for a JSON function.
