@@ -1,8 +1,8 @@
 //! Linting compiled binaries: cubins, fat binaries, host objects, shared libraries and
 //! executables that embed CUDA code.
 //!
-//! `cuobjdump -lelf`/`-lptx` list what a binary embeds; the selected cubins and PTX files are
-//! extracted into a private temporary directory under names of our own; every cubin is
+//! One `cuobjdump -xelf -xptx` run extracts the cubins and PTX files of the selected
+//! architectures into a private temporary directory, where they get names of our own; every cubin is
 //! disassembled by `nvdisasm -c -g` (or `cuobjdump -sass`) on a thread pool, and the listing is
 //! read as a stream, cut into functions and linted function by function, so that no whole
 //! listing is ever held in memory or written to disk. Only functions with findings are kept.
@@ -162,11 +162,21 @@ pub(crate) fn lint_binaries(
         }
     };
 
-    // List and extract, binary by binary (each is one or two quick `cuobjdump` runs).
+    // Extract from every binary (one `cuobjdump` run each), several binaries at once.
+    let prepared: Vec<Result<Vec<Unit>, Prepared>> = {
+        use rayon::prelude::*;
+        inputs
+            .par_iter()
+            .enumerate()
+            .map(|(index, (path, _))| {
+                let dir = temp.path().join(format!("b{index}"));
+                prepare(index, path, &dir, &tools, options)
+            })
+            .collect()
+    };
     let mut units: Vec<Unit> = Vec::new();
-    for (index, (path, _)) in inputs.iter().enumerate() {
-        let dir = temp.path().join(format!("b{index}"));
-        match prepare(index, path, &dir, &tools, options) {
+    for (index, prepared) in prepared.into_iter().enumerate() {
+        match prepared {
             Ok(found) => units.extend(found),
             Err(Prepared::NoCuda(message)) => {
                 outputs[index].no_cuda = true;
@@ -317,23 +327,14 @@ fn prepare(
             Err(err) => Err(err.describe(cuobjdump)),
         }
     };
-    let elf = list("-lelf");
-    let ptx = if bare_cubin { Ok(Vec::new()) } else { list("-lptx") };
-    let (elf, ptx) = match (elf, ptx, bare_cubin) {
-        (Ok(elf), Ok(ptx), _) => (elf, ptx),
-        // A bare cubin that cuobjdump cannot list is still given to the disassembler, whose
-        // message about a corrupt file is the clearer one.
-        (Err(_), _, true) => (Vec::new(), Vec::new()),
-        (Err(err), _, false) | (_, Err(err), false) => {
-            return Err(Prepared::Error(format!(
-                "cannot list the CUDA code of this binary: {err}"
-            )));
-        }
-        (Ok(_), Err(err), true) => return Err(Prepared::Error(err)),
-    };
 
     if bare_cubin {
-        let name = elf.into_iter().next().unwrap_or_else(|| file_name(path));
+        // A bare cubin that cuobjdump cannot list is still given to the disassembler, whose
+        // message about a corrupt file is the clearer one.
+        let name = list("-lelf")
+            .ok()
+            .and_then(|elf| elf.into_iter().next())
+            .unwrap_or_else(|| file_name(path));
         let arch = arch_of_name(&name);
         if !selected(arch.as_deref(), &options.archs) {
             return Err(Prepared::NoCuda(format!(
@@ -353,88 +354,109 @@ fn prepare(
         }]);
     }
 
+    let units = extract(cuobjdump, &absolute, dir, index, options)?;
+    if !units.is_empty() {
+        return Ok(units);
+    }
+    // Nothing selected was extracted: say what the binary holds (a rare path, so the two
+    // listings are run only here).
+    let (elf, ptx) = match (list("-lelf"), list("-lptx")) {
+        (Ok(elf), Ok(ptx)) => (elf, ptx),
+        (Err(err), _) | (_, Err(err)) => {
+            return Err(Prepared::Error(format!(
+                "cannot list the CUDA code of this binary: {err}"
+            )));
+        }
+    };
     if elf.is_empty() && ptx.is_empty() {
         return Err(Prepared::NoCuda(
             "no CUDA code found: cuobjdump listed no cubin or PTX".to_owned(),
         ));
     }
-    let mut units = Vec::new();
-    let mut present = Vec::new();
-    for (names, is_ptx) in [(elf, false), (ptx, true)] {
-        let mut chosen = Vec::new();
-        for name in names {
-            let arch = arch_of_name(&name);
-            present.push(arch.clone().unwrap_or_else(|| "?".to_owned()));
-            if selected(arch.as_deref(), &options.archs) {
-                chosen.push(Unit {
-                    binary: index,
-                    name,
-                    arch,
-                    ptx: is_ptx,
-                    path: None,
-                    size: 0,
-                    functions: None,
-                    whole: 0,
-                });
-            }
-        }
-        if chosen.is_empty() {
-            continue;
-        }
-        let into = dir.join(if is_ptx { "ptx" } else { "elf" });
-        extract(cuobjdump, &absolute, &into, &mut chosen, is_ptx, options.timeout, dir)?;
-        units.extend(chosen);
-    }
-    if units.is_empty() {
-        present.sort();
-        present.dedup();
-        return Err(Prepared::NoCuda(format!(
-            "no cubin or PTX for the architectures selected with --arch (the binary has: {})",
-            present.join(", ")
-        )));
-    }
-    Ok(units)
+    let mut present: Vec<String> = elf
+        .iter()
+        .chain(&ptx)
+        .map(|name| arch_of_name(name).unwrap_or_else(|| "?".to_owned()))
+        .collect();
+    present.sort();
+    present.dedup();
+    Err(Prepared::NoCuda(format!(
+        "no cubin or PTX for the architectures selected with --arch (the binary has: {})",
+        present.join(", ")
+    )))
 }
 
-/// Extracts the chosen units with one `cuobjdump -xelf`/`-xptx` run in a fresh directory, then
-/// moves each file to a name of our own. Names from the binary never become paths: a name with
-/// a separator is refused, and only regular files directly inside the directory are taken.
+/// Extracts the cubins and PTX of the selected architectures with one
+/// `cuobjdump -xelf PATTERNS -xptx PATTERNS` run in a fresh directory, then moves each file to
+/// a name of our own. The patterns are cuobjdump's partial names (`all`, or `.sm_90` for
+/// `--arch sm_90`); what they match beyond the selection is deleted. Listing first
+/// (`-lelf`, `-lptx`) and extracting by name took 4.9× as long on NCCL (11.8 s against 2.4 s for
+/// its `sm_90` code), all of it before the first disassembler could start.
+///
+/// The files are taken from the directory, not from the tool's messages: only regular files
+/// directly inside it, so that no name from the binary ever becomes a path of ours.
 fn extract(
     cuobjdump: &Path,
     input: &Path,
-    into: &Path,
-    chosen: &mut [Unit],
-    ptx: bool,
-    timeout: Duration,
     dir: &Path,
-) -> Result<(), Prepared> {
-    std::fs::create_dir_all(into)
+    index: usize,
+    options: &BinaryOptions,
+) -> Result<Vec<Unit>, Prepared> {
+    let into = dir.join("x");
+    std::fs::create_dir_all(&into)
         .map_err(|err| Prepared::Error(format!("cannot create a temporary directory: {err}")))?;
-    let safe = |name: &str| {
-        !name.is_empty()
-            && !name.starts_with(['.', '-'])
-            && !name.contains(['/', '\\', ',', '\0'])
-            && !name.chars().any(char::is_control)
+    let patterns = if options.archs.is_empty() {
+        "all".to_owned()
+    } else {
+        let names: Vec<String> = options
+            .archs
+            .iter()
+            .flat_map(|n| [format!(".sm_{n}"), format!(".compute_{n}")])
+            .collect();
+        names.join(",")
     };
-    let names: Vec<&str> = chosen.iter().map(|u| u.name.as_str()).filter(|n| safe(n)).collect();
-    if !names.is_empty() {
-        let flag = if ptx { "-xptx" } else { "-xelf" };
-        let args =
-            [OsString::from(flag), OsString::from(names.join(",")), input.as_os_str().to_owned()];
-        tools::run_to_end(cuobjdump, &args, Some(into), timeout).map_err(|err| {
-            Prepared::Error(format!(
+    let args = [
+        OsString::from("-xelf"),
+        OsString::from(&patterns),
+        OsString::from("-xptx"),
+        OsString::from(&patterns),
+        input.as_os_str().to_owned(),
+    ];
+    match tools::run_to_end(cuobjdump, &args, Some(&into), options.timeout) {
+        Ok(_) => {}
+        Err(tools::ToolError::Failed { stderr, .. })
+            if stderr.contains("does not contain device code") =>
+        {
+            return Err(Prepared::NoCuda(
+                "no CUDA code found: cuobjdump listed no cubin or PTX".to_owned(),
+            ));
+        }
+        Err(err) => {
+            return Err(Prepared::Error(format!(
                 "cannot extract the CUDA code of this binary: {}",
                 err.describe(cuobjdump)
-            ))
-        })?;
-    }
-    for (i, unit) in chosen.iter_mut().enumerate() {
-        if !safe(&unit.name) {
-            continue; // reported when the unit is linted (it has no path)
+            )));
         }
-        let extracted = into.join(&unit.name);
-        let is_file = std::fs::symlink_metadata(&extracted).is_ok_and(|m| m.file_type().is_file());
+    }
+    let entries = std::fs::read_dir(&into)
+        .map_err(|err| Prepared::Error(format!("cannot read a temporary directory: {err}")))?;
+    let mut files: Vec<(bool, u64, String, PathBuf)> = Vec::new();
+    for entry in entries.flatten() {
+        let is_file = entry.file_type().is_ok_and(|t| t.is_file());
         if !is_file {
+            continue;
+        }
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let ptx = Path::new(&name).extension().is_some_and(|ext| ext.eq_ignore_ascii_case("ptx"));
+        files.push((ptx, entry_number(&name), name, entry.path()));
+    }
+    // cuobjdump's own order: cubins, then PTX, each by the number in its name.
+    files.sort();
+    let mut units = Vec::new();
+    for (i, (ptx, _, name, extracted)) in files.into_iter().enumerate() {
+        let arch = arch_of_name(&name);
+        if !selected(arch.as_deref(), &options.archs) {
+            let _ = std::fs::remove_file(&extracted);
             continue;
         }
         let own = dir.join(format!(
@@ -442,12 +464,33 @@ fn extract(
             if ptx { "p" } else { "c" },
             if ptx { "ptx" } else { "cubin" }
         ));
-        if std::fs::rename(&extracted, &own).is_ok() {
-            unit.size = file_size(&own);
-            unit.path = Some(own);
+        if std::fs::rename(&extracted, &own).is_err() {
+            continue;
         }
+        units.push(Unit {
+            binary: index,
+            arch,
+            name,
+            ptx,
+            size: file_size(&own),
+            path: Some(own),
+            functions: None,
+            whole: 0,
+        });
     }
-    Ok(())
+    Ok(units)
+}
+
+/// The number cuobjdump gives an embedded file (`libnccl.so.401.sm_90.cubin` → 401): the
+/// numeric component just before the architecture; `u64::MAX` when there is none.
+fn entry_number(name: &str) -> u64 {
+    let parts: Vec<&str> = name.split('.').collect();
+    parts
+        .iter()
+        .rposition(|part| part.starts_with("sm_") || part.starts_with("compute_"))
+        .and_then(|at| at.checked_sub(1))
+        .and_then(|at| parts[at].parse().ok())
+        .unwrap_or(u64::MAX)
 }
 
 /// `ELF file    1: name.sm_90.cubin` / `PTX file    1: name.sm_90.ptx` lines into names.
@@ -709,4 +752,28 @@ fn split_large_cubins(units: Vec<Unit>, parts: usize) -> Vec<Unit> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_numbers_come_from_before_the_architecture() {
+        assert_eq!(entry_number("libnccl.so.401.sm_90.cubin"), 401);
+        assert_eq!(entry_number("spin_poll.1.sm_100a.ptx"), 1);
+        assert_eq!(entry_number("kernels.sm_100.2.sm_100a.cubin"), 2);
+        assert_eq!(entry_number("a.7.compute_90.ptx"), 7);
+        assert_eq!(entry_number("no_number.sm_90.cubin"), u64::MAX);
+        assert_eq!(entry_number("sm_90.cubin"), u64::MAX);
+        assert_eq!(entry_number("plain"), u64::MAX);
+    }
+
+    #[test]
+    fn architectures_come_from_the_last_component() {
+        assert_eq!(arch_of_name("kernels.sm_100.1.sm_90a.cubin").as_deref(), Some("sm_90a"));
+        assert!(selected(Some("sm_90a"), &[90]));
+        assert!(!selected(Some("sm_90a"), &[100]));
+        assert!(selected(None, &[]));
+    }
 }

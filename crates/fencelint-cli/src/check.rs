@@ -21,6 +21,8 @@ pub(crate) mod binary;
 mod elf;
 #[path = "pairs.rs"]
 pub(crate) mod pairs;
+#[path = "readahead.rs"]
+mod readahead;
 #[path = "snippets.rs"]
 mod snippets;
 #[path = "stream.rs"]
@@ -175,11 +177,13 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         n_files += 1;
         let name = display_path(input);
         let output = match std::fs::File::open(&input.path) {
-            Ok(file) => stream::lint_listing(
-                std::io::BufReader::with_capacity(1 << 20, file),
-                &settings,
-                workers,
-            ),
+            Ok(file) => readahead::with_readahead(file, |reader| {
+                stream::lint_listing(
+                    std::io::BufReader::with_capacity(1 << 20, reader),
+                    &settings,
+                    workers,
+                )
+            }),
             Err(err) => stream::StreamOutput {
                 findings: Vec::new(),
                 functions: 0,

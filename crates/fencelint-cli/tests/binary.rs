@@ -99,6 +99,24 @@ fn arch_selects_only_the_matching_cubins() {
     assert!(!text.contains("sm_90a"), "{text}");
 }
 
+/// cuobjdump extracts by partial name (`.sm_100` for `--arch sm_100`), and a binary whose own
+/// name holds that text matches it in every entry: the extra cubins are dropped, not linted.
+#[test]
+fn arch_selects_by_architecture_not_by_the_binary_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kernels.sm_100.fatbin");
+    fs::copy(repo().join(FATBIN), &path).unwrap();
+    let path = path.to_str().unwrap();
+    let Some(out) = check_with_tools("--arch by name", &["--arch", "sm_100", path]) else {
+        return;
+    };
+    let text = stdout(&out);
+    let lines = finding_lines(&text, "spin-poll-without-acquire");
+    assert!(lines.iter().any(|l| l.contains("[sm_100a:kernels.sm_100.2.sm_100a.cubin]")), "{text}");
+    assert!(lines.iter().any(|l| l.contains("[sm_100a:kernels.sm_100.1.sm_100a.ptx]")), "{text}");
+    assert!(!text.contains("sm_90a"), "{text}");
+}
+
 #[test]
 fn a_host_object_is_linted_through_its_fat_binary() {
     let Some(out) = check_with_tools("host object", &[OBJECT]) else { return };

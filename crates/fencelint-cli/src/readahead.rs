@@ -1,0 +1,144 @@
+//! Reading a large listing while the kernel reads ahead of it.
+//!
+//! A listing that is not in the page cache (just copied, or evicted) is read from disk by the
+//! thread that also cuts it into functions. Each `read` then waits for the disk, and the worker
+//! threads wait for that thread. [`with_readahead`] runs a helper thread that asks the kernel
+//! (`posix_fadvise(WILLNEED)`) to load the file a bounded window ahead of the reader, so that
+//! disk reads overlap linting. On NCCL's 1.6 GB listing with an empty page cache this takes the
+//! wall time from 7.6–8.5 s to that of a cached file (`docs/performance.md`).
+//!
+//! The window is bounded so that a listing larger than memory does not evict its own unread
+//! pages. On systems without `posix_fadvise` the reader is the plain file.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread;
+use std::time::Duration;
+
+/// How far ahead of the reader the kernel is asked to read.
+const WINDOW: u64 = 256 << 20;
+/// The size of one request.
+const STEP: u64 = 16 << 20;
+
+/// A file whose reads are counted for the read-ahead thread.
+pub(crate) struct CountingFile<'a> {
+    file: File,
+    consumed: &'a AtomicU64,
+    wake: Option<thread::Thread>,
+    /// `consumed` at the last wake-up of the read-ahead thread.
+    woken_at: u64,
+}
+
+impl Read for CountingFile<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.file.read(buf)?;
+        let total = self.consumed.fetch_add(n as u64, Ordering::Relaxed) + n as u64;
+        if total - self.woken_at >= STEP {
+            self.woken_at = total;
+            if let Some(thread) = &self.wake {
+                thread.unpark();
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// Calls `body` with a reader of `file` while a helper thread keeps the kernel reading up to
+/// [`WINDOW`] bytes ahead of it.
+pub(crate) fn with_readahead<T>(file: File, body: impl FnOnce(CountingFile<'_>) -> T) -> T {
+    let consumed = AtomicU64::new(0);
+    let done = AtomicBool::new(false);
+    let len = file.metadata().map_or(0, |meta| meta.len());
+    let advice = file.try_clone().ok().filter(|_| len > WINDOW / 4 && supported());
+    thread::scope(|scope| {
+        let helper = advice.map(|advice| {
+            let (done, consumed) = (&done, &consumed);
+            scope.spawn(move || {
+                let mut issued = 0u64;
+                while issued < len && !done.load(Ordering::Relaxed) {
+                    let limit = (consumed.load(Ordering::Relaxed) + WINDOW).min(len);
+                    while issued < limit {
+                        let step = STEP.min(len - issued);
+                        if !will_need(&advice, issued, step) {
+                            return;
+                        }
+                        issued += step;
+                    }
+                    thread::park_timeout(Duration::from_millis(50));
+                }
+            })
+        });
+        let reader = CountingFile {
+            file,
+            consumed: &consumed,
+            wake: helper.as_ref().map(|h| h.thread().clone()),
+            woken_at: 0,
+        };
+        let result = body(reader);
+        done.store(true, Ordering::Relaxed);
+        if let Some(helper) = helper {
+            helper.thread().unpark();
+        }
+        result
+    })
+}
+
+#[cfg(target_os = "linux")]
+fn supported() -> bool {
+    true
+}
+
+#[cfg(not(target_os = "linux"))]
+fn supported() -> bool {
+    false
+}
+
+/// Asks the kernel to start reading `len` bytes at `offset` into the page cache; returns
+/// whether the request was accepted.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn will_need(file: &File, offset: u64, len: u64) -> bool {
+    use std::os::fd::AsRawFd;
+    let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+        return false;
+    };
+    // SAFETY: `posix_fadvise` reads no memory of this process; the descriptor is open for as
+    // long as `file` lives, and any advice is only a hint to the kernel.
+    unsafe { libc::posix_fadvise(file.as_raw_fd(), offset, len, libc::POSIX_FADV_WILLNEED) == 0 }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn will_need(_: &File, _: u64, _: u64) -> bool {
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// The reader yields the file's bytes unchanged, however the read-ahead thread runs.
+    #[test]
+    fn reads_the_whole_file() {
+        let dir = std::env::temp_dir().join(format!("fencelint-readahead-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("listing.sass");
+        let bytes: Vec<u8> = (0..(3 * STEP as usize + 12345)).map(|i| (i % 251) as u8).collect();
+        std::fs::File::create(&path).unwrap().write_all(&bytes).unwrap();
+        let read = with_readahead(File::open(&path).unwrap(), |mut reader| {
+            let mut out = Vec::new();
+            let mut buf = vec![0; 1 << 20];
+            loop {
+                let n = reader.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                out.extend_from_slice(&buf[..n]);
+            }
+            out
+        });
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(read == bytes, "the bytes read differ from the file");
+    }
+}
