@@ -113,10 +113,16 @@ fn lower_function(func: &ast::Function<'_>, files: &HashMap<u32, &str>, base: u3
     let n = pending.len() as u32;
     for mut p in pending {
         let mut names = Vec::new();
+        // A `brx.idx` through a `.branchtargets` table of this function whose labels all
+        // resolve has exactly those targets: it is not left to the CFG's over-approximation
+        // of indirect branches.
+        let mut listed = p.inst.control.indirect && !p.targets.is_empty();
         for target in &p.targets {
-            match branch_tables.get(target.as_str()) {
-                Some(table) => names.extend(table.iter().cloned()),
-                None => names.push(target.clone()),
+            if let Some(table) = branch_tables.get(target.as_str()) {
+                names.extend(table.iter().cloned());
+            } else {
+                listed = false;
+                names.push(target.clone());
             }
         }
         for name in names {
@@ -126,8 +132,11 @@ fn lower_function(func: &ast::Function<'_>, files: &HashMap<u32, &str>, base: u3
                     // A label after the last instruction: the branch leaves the function.
                     p.inst.control.exits = true;
                 }
-                None => {}
+                None => listed = false,
             }
+        }
+        if listed {
+            p.inst.control.indirect = false;
         }
         p.inst.control.targets.sort();
         p.inst.control.targets.dedup();
@@ -672,4 +681,45 @@ fn classify_tcgen05(instruction: &ast::Instruction<'_>) -> InstKind {
         _ => return InstKind::Other,
     };
     InstKind::Tcgen05(op)
+}
+
+#[cfg(test)]
+mod tests {
+    use fencelint_source::FileId;
+
+    /// `brx.idx` through a `.branchtargets` table gets exactly the table's labels; through a
+    /// table that names a label the function lacks, it stays indirect.
+    #[test]
+    fn brx_through_a_table_has_exactly_its_targets() {
+        let body = |table: &str| {
+            format!(
+                ".version 8.5\n.target sm_90\n.address_size 64\n\
+                 .visible .entry k(.param .u32 p)\n{{\n.reg .b32 %r<3>;\n\
+                 ld.param.u32 %r1, [p];\n\
+                 ts: .branchtargets {table};\n\
+                 brx.idx %r1, ts;\n\
+                 A: mov.u32 %r2, 1;\nret;\n\
+                 B: mov.u32 %r2, 2;\nret;\n\
+                 C: mov.u32 %r2, 3;\nret;\n}}\n"
+            )
+        };
+        let lower = |text: &str| {
+            let lowered = super::lower_text(FileId(0), text, 0);
+            assert!(lowered.diagnostics.is_empty(), "{:?}", lowered.diagnostics);
+            let func = lowered.modules.into_iter().next().unwrap().functions.remove(0);
+            let brx = func.insts.iter().find(|i| i.opcode.starts_with("brx")).unwrap().clone();
+            // The three `mov`s are the first instructions of `A`, `B` and `C`.
+            let expected: Vec<u32> = (0..func.insts.len() as u32)
+                .filter(|&i| func.insts[i as usize].opcode.starts_with("mov"))
+                .collect();
+            (brx, expected)
+        };
+        let (brx, expected) = lower(&body("A, B, C"));
+        assert!(!brx.control.indirect);
+        let targets: Vec<u32> = brx.control.targets.iter().map(|t| t.0).collect();
+        assert_eq!(targets, expected);
+
+        let (brx, _) = lower(&body("A, B, Z"));
+        assert!(brx.control.indirect, "a table with an unknown label stays indirect");
+    }
 }
