@@ -422,8 +422,8 @@ fn extract(
         OsString::from(&patterns),
         input.as_os_str().to_owned(),
     ];
-    match tools::run_to_end(cuobjdump, &args, Some(&into), options.timeout) {
-        Ok(_) => {}
+    let announced = match tools::run_to_end(cuobjdump, &args, Some(&into), options.timeout) {
+        Ok(out) => String::from_utf8_lossy(&out).into_owned(),
         Err(tools::ToolError::Failed { stderr, .. })
             if stderr.contains("does not contain device code") =>
         {
@@ -437,7 +437,7 @@ fn extract(
                 err.describe(cuobjdump)
             )));
         }
-    }
+    };
     let entries = std::fs::read_dir(&into)
         .map_err(|err| Prepared::Error(format!("cannot read a temporary directory: {err}")))?;
     let mut files: Vec<(bool, u64, String, PathBuf)> = Vec::new();
@@ -447,12 +447,43 @@ fn extract(
             continue;
         }
         let name = entry.file_name().to_string_lossy().into_owned();
-        let ptx = Path::new(&name).extension().is_some_and(|ext| ext.eq_ignore_ascii_case("ptx"));
-        files.push((ptx, entry_number(&name), name, entry.path()));
+        files.push((is_ptx_name(&name), entry_number(&name), name, entry.path()));
+    }
+    // A file that cuobjdump said it extracted but that is not there is reported when its unit
+    // is linted (it has no path), never dropped silently.
+    let mut missing = Vec::new();
+    for line in announced.lines() {
+        let Some((_, rest)) = line.strip_prefix("Extracting ").and_then(|l| l.split_once(": "))
+        else {
+            continue;
+        };
+        // `name.sm_90.ptx -arch=sm_90` for PTX: the ptxas options follow the name.
+        let rest = rest.trim();
+        let found = files.iter().any(|(_, _, name, _)| {
+            rest == name || rest.strip_prefix(name.as_str()).is_some_and(|r| r.starts_with(' '))
+        });
+        if !found {
+            let name = rest.split(" -").next().unwrap_or(rest).to_owned();
+            missing.push((is_ptx_name(&name), entry_number(&name), name));
+        }
     }
     // cuobjdump's own order: cubins, then PTX, each by the number in its name.
     files.sort();
-    let mut units = Vec::new();
+    missing.sort();
+    let mut units: Vec<Unit> = missing
+        .into_iter()
+        .filter(|(_, _, name)| selected(arch_of_name(name).as_deref(), &options.archs))
+        .map(|(ptx, _, name)| Unit {
+            binary: index,
+            arch: arch_of_name(&name),
+            name,
+            ptx,
+            size: 0,
+            path: None,
+            functions: None,
+            whole: 0,
+        })
+        .collect();
     for (i, (ptx, _, name, extracted)) in files.into_iter().enumerate() {
         let arch = arch_of_name(&name);
         if !selected(arch.as_deref(), &options.archs) {
@@ -464,21 +495,25 @@ fn extract(
             if ptx { "p" } else { "c" },
             if ptx { "ptx" } else { "cubin" }
         ));
-        if std::fs::rename(&extracted, &own).is_err() {
-            continue;
-        }
+        // A file that cannot be moved is reported when its unit is linted (it has no path).
+        let path = std::fs::rename(&extracted, &own).is_ok().then_some(own);
         units.push(Unit {
             binary: index,
             arch,
             name,
             ptx,
-            size: file_size(&own),
-            path: Some(own),
+            size: path.as_deref().map_or(0, file_size),
+            path,
             functions: None,
             whole: 0,
         });
     }
     Ok(units)
+}
+
+/// Whether an extracted file is PTX (`name.sm_90.ptx`) rather than a cubin.
+fn is_ptx_name(name: &str) -> bool {
+    Path::new(name).extension().is_some_and(|ext| ext.eq_ignore_ascii_case("ptx"))
 }
 
 /// The number cuobjdump gives an embedded file (`libnccl.so.401.sm_90.cubin` → 401): the

@@ -217,6 +217,44 @@ fn a_tool_that_fails_reports_its_stderr() {
     assert!(text.contains("exited with status 3: nvdisasm fatal : simulated crash"), "{text}");
 }
 
+/// A cuobjdump that announces a cubin it does not write: the cubin is an error that names it,
+/// and the PTX it did write is still linted.
+#[test]
+fn an_announced_file_that_was_not_extracted_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let tool = dir.path().join("cuobjdump");
+    let ptx = repo().join(PTX);
+    fs::write(
+        &tool,
+        format!(
+            "#!/bin/sh\n\
+             echo 'Extracting ELF file    1: k.1.sm_90.cubin'\n\
+             echo 'Extracting PTX file and ptxas options    1: k.1.sm_90.ptx -arch=sm_90 '\n\
+             cp '{}' k.1.sm_90.ptx\n",
+            ptx.display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&tool, fs::Permissions::from_mode(0o755)).unwrap();
+    let out = fencelint(&[
+        "check",
+        "--format",
+        "short",
+        "--cuda-bin",
+        dir.path().to_str().unwrap(),
+        FATBIN,
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("`k.1.sm_90.cubin` could not be extracted from the binary"), "{text}");
+    assert!(
+        finding_lines(&text, "spin-poll-without-acquire")
+            .iter()
+            .any(|l| l.contains("[sm_90:k.1.sm_90.ptx]")),
+        "the extracted PTX was not linted:\n{text}"
+    );
+}
+
 #[test]
 fn missing_tools_name_the_file_and_the_pip_command() {
     let empty = tempfile::tempdir().unwrap();
