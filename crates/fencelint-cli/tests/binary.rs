@@ -171,11 +171,23 @@ fn a_host_library_without_cuda_code_is_reported() {
 
 /// A folder holding a fake `nvdisasm` script.
 fn fake_tool(script: &str) -> tempfile::TempDir {
+    fake_named("nvdisasm", script)
+}
+
+/// A folder holding a fake tool `name` that runs `script`.
+fn fake_named(name: &str, script: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("nvdisasm");
+    let path = dir.path().join(name);
     fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
     fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
     dir
+}
+
+/// `check --format short --cuda-bin DIR INPUT...`.
+fn check_with_fake(dir: &tempfile::TempDir, inputs: &[&str]) -> Output {
+    let mut args = vec!["check", "--format", "short", "--cuda-bin", dir.path().to_str().unwrap()];
+    args.extend_from_slice(inputs);
+    fencelint(&args)
 }
 
 #[test]
@@ -204,14 +216,7 @@ fn a_tool_that_hangs_is_killed_at_the_timeout() {
 #[test]
 fn a_tool_that_fails_reports_its_stderr() {
     let dir = fake_tool("echo 'nvdisasm fatal : simulated crash' >&2\nexit 3");
-    let out = fencelint(&[
-        "check",
-        "--format",
-        "short",
-        "--cuda-bin",
-        dir.path().to_str().unwrap(),
-        CUBIN,
-    ]);
+    let out = check_with_fake(&dir, &[CUBIN]);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(2), "{text}");
     assert!(text.contains("exited with status 3: nvdisasm fatal : simulated crash"), "{text}");
@@ -221,29 +226,17 @@ fn a_tool_that_fails_reports_its_stderr() {
 /// and the PTX it did write is still linted.
 #[test]
 fn an_announced_file_that_was_not_extracted_is_reported() {
-    let dir = tempfile::tempdir().unwrap();
-    let tool = dir.path().join("cuobjdump");
     let ptx = repo().join(PTX);
-    fs::write(
-        &tool,
-        format!(
-            "#!/bin/sh\n\
-             echo 'Extracting ELF file    1: k.1.sm_90.cubin'\n\
+    let dir = fake_named(
+        "cuobjdump",
+        &format!(
+            "echo 'Extracting ELF file    1: k.1.sm_90.cubin'\n\
              echo 'Extracting PTX file and ptxas options    1: k.1.sm_90.ptx -arch=sm_90 '\n\
-             cp '{}' k.1.sm_90.ptx\n",
+             cp '{}' k.1.sm_90.ptx",
             ptx.display()
         ),
-    )
-    .unwrap();
-    fs::set_permissions(&tool, fs::Permissions::from_mode(0o755)).unwrap();
-    let out = fencelint(&[
-        "check",
-        "--format",
-        "short",
-        "--cuda-bin",
-        dir.path().to_str().unwrap(),
-        FATBIN,
-    ]);
+    );
+    let out = check_with_fake(&dir, &[FATBIN]);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(2), "{text}");
     assert!(text.contains("`k.1.sm_90.cubin` could not be extracted from the binary"), "{text}");
