@@ -47,17 +47,23 @@ impl Read for CountingFile<'_> {
 /// Calls `body` with a reader of `file` while a helper thread keeps the kernel reading up to
 /// [`WINDOW`] bytes ahead of it.
 pub(crate) fn with_readahead<T>(file: File, body: impl FnOnce(CountingFile<'_>) -> T) -> T {
+    with_window(file, WINDOW, body)
+}
+
+/// [`with_readahead`] with a window of `window` bytes; files up to a quarter of it are read
+/// without a helper.
+fn with_window<T>(file: File, window: u64, body: impl FnOnce(CountingFile<'_>) -> T) -> T {
     let consumed = AtomicU64::new(0);
     let done = AtomicBool::new(false);
     let len = file.metadata().map_or(0, |meta| meta.len());
-    let advice = file.try_clone().ok().filter(|_| len > WINDOW / 4 && supported());
+    let advice = file.try_clone().ok().filter(|_| len > window / 4 && supported());
     thread::scope(|scope| {
         let helper = advice.map(|advice| {
             let (done, consumed) = (&done, &consumed);
             scope.spawn(move || {
                 let mut issued = 0u64;
                 while issued < len && !done.load(Ordering::Relaxed) {
-                    let limit = (consumed.load(Ordering::Relaxed) + WINDOW).min(len);
+                    let limit = (consumed.load(Ordering::Relaxed) + window).min(len);
                     while issued < limit {
                         let step = STEP.min(len - issued);
                         if !will_need(&advice, issued, step) {
@@ -69,19 +75,26 @@ pub(crate) fn with_readahead<T>(file: File, body: impl FnOnce(CountingFile<'_>) 
                 }
             })
         });
-        let reader = CountingFile {
-            file,
-            consumed: &consumed,
-            wake: helper.as_ref().map(|h| h.thread().clone()),
-            woken_at: 0,
-        };
-        let result = body(reader);
-        done.store(true, Ordering::Relaxed);
-        if let Some(helper) = helper {
-            helper.thread().unpark();
-        }
-        result
+        let wake = helper.as_ref().map(|h| h.thread().clone());
+        // Stops the helper when `body` returns or unwinds: the scope waits for it.
+        let _stop = Stop { done: &done, helper: wake.clone() };
+        body(CountingFile { file, consumed: &consumed, wake, woken_at: 0 })
     })
+}
+
+/// Tells the read-ahead thread to finish, on drop.
+struct Stop<'a> {
+    done: &'a AtomicBool,
+    helper: Option<thread::Thread>,
+}
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(helper) = &self.helper {
+            helper.unpark();
+        }
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -118,15 +131,22 @@ mod tests {
     use super::*;
     use std::io::Write;
 
-    /// The reader yields the file's bytes unchanged, however the read-ahead thread runs.
+    /// The reader yields the file's bytes unchanged, however the read-ahead thread runs, and
+    /// a reader that stops early, even by unwinding, lets that thread finish.
     #[test]
-    fn reads_the_whole_file() {
+    fn reads_the_whole_file_and_stops_the_helper() {
         let dir = std::env::temp_dir().join(format!("fencelint-readahead-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("listing.sass");
-        let bytes: Vec<u8> = (0..(3 * STEP as usize + 12345)).map(|i| (i % 251) as u8).collect();
+        let bytes: Vec<u8> = (0..(4 * STEP as usize + 12345)).map(|i| (i % 251) as u8).collect();
         std::fs::File::create(&path).unwrap().write_all(&bytes).unwrap();
-        let read = with_readahead(File::open(&path).unwrap(), |mut reader| {
+        // A window of two requests: the helper waits for the reader several times.
+        let window = 2 * STEP;
+        let read = with_window(File::open(&path).unwrap(), window, |mut reader| {
+            assert!(
+                reader.wake.is_some() || !supported(),
+                "no read-ahead thread for a file over the threshold"
+            );
             let mut out = Vec::new();
             let mut buf = vec![0; 1 << 20];
             loop {
@@ -138,7 +158,19 @@ mod tests {
             }
             out
         });
-        std::fs::remove_dir_all(&dir).unwrap();
         assert!(read == bytes, "the bytes read differ from the file");
+
+        // Without the stop on unwinding, the helper would wait for the reader forever and the
+        // scope would never return.
+        let file = File::open(&path).unwrap();
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            with_window(file, window, |mut reader| {
+                let mut buf = vec![0; 4096];
+                reader.read_exact(&mut buf).unwrap();
+                panic!("the reader stops");
+            })
+        }));
+        assert!(unwound.is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
