@@ -415,15 +415,28 @@ fn extract(
             .collect();
         names.join(",")
     };
-    let args = [
-        OsString::from("-xelf"),
-        OsString::from(&patterns),
-        OsString::from("-xptx"),
-        OsString::from(&patterns),
-        input.as_os_str().to_owned(),
-    ];
-    let announced = match tools::run_to_end(cuobjdump, &args, Some(&into), options.timeout) {
-        Ok(out) => String::from_utf8_lossy(&out).into_owned(),
+    let run = |flags: &[&str]| {
+        let mut args = Vec::new();
+        for flag in flags {
+            args.push(OsString::from(flag));
+            args.push(OsString::from(&patterns));
+        }
+        args.push(input.as_os_str().to_owned());
+        tools::run_to_end(cuobjdump, &args, Some(&into), options.timeout)
+            .map(|out| String::from_utf8_lossy(&out).into_owned())
+    };
+    // Both kinds in one run; a cuobjdump that refuses the pair (only CUDA 13 was tried here)
+    // gets one run per kind.
+    let announced = run(&["-xelf", "-xptx"]).or_else(|err| match err {
+        tools::ToolError::Failed { ref stderr, .. }
+            if !stderr.contains("does not contain device code") =>
+        {
+            Ok(run(&["-xelf"])? + &run(&["-xptx"])?)
+        }
+        err => Err(err),
+    });
+    let announced = match announced {
+        Ok(announced) => announced,
         Err(tools::ToolError::Failed { stderr, .. })
             if stderr.contains("does not contain device code") =>
         {

@@ -222,30 +222,52 @@ fn a_tool_that_fails_reports_its_stderr() {
     assert!(text.contains("exited with status 3: nvdisasm fatal : simulated crash"), "{text}");
 }
 
+/// A fake `cuobjdump` running `script`, where `PTX_FIXTURE` is the quoted path of the PTX
+/// fixture.
+fn fake_cuobjdump(script: &str) -> tempfile::TempDir {
+    let ptx = format!("'{}'", repo().join(PTX).display());
+    fake_named("cuobjdump", &script.replace("PTX_FIXTURE", &ptx))
+}
+
+/// The fake cuobjdumps below extract the PTX fixture as `k.1.sm_90.ptx`: its finding is there.
+fn assert_fake_ptx_linted(text: &str) {
+    let lines = finding_lines(text, "spin-poll-without-acquire");
+    assert!(
+        lines.iter().any(|l| l.contains("[sm_90:k.1.sm_90.ptx]")),
+        "the extracted PTX was not linted:\n{text}"
+    );
+}
+
 /// A cuobjdump that announces a cubin it does not write: the cubin is an error that names it,
 /// and the PTX it did write is still linted.
 #[test]
 fn an_announced_file_that_was_not_extracted_is_reported() {
-    let ptx = repo().join(PTX);
-    let dir = fake_named(
-        "cuobjdump",
-        &format!(
-            "echo 'Extracting ELF file    1: k.1.sm_90.cubin'\n\
-             echo 'Extracting PTX file and ptxas options    1: k.1.sm_90.ptx -arch=sm_90 '\n\
-             cp '{}' k.1.sm_90.ptx",
-            ptx.display()
-        ),
+    let dir = fake_cuobjdump(
+        "echo 'Extracting ELF file    1: k.1.sm_90.cubin'\n\
+         echo 'Extracting PTX file and ptxas options    1: k.1.sm_90.ptx -arch=sm_90 '\n\
+         cp PTX_FIXTURE k.1.sm_90.ptx",
     );
     let out = check_with_fake(&dir, &[FATBIN]);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(2), "{text}");
     assert!(text.contains("`k.1.sm_90.cubin` could not be extracted from the binary"), "{text}");
-    assert!(
-        finding_lines(&text, "spin-poll-without-acquire")
-            .iter()
-            .any(|l| l.contains("[sm_90:k.1.sm_90.ptx]")),
-        "the extracted PTX was not linted:\n{text}"
+    assert_fake_ptx_linted(&text);
+}
+
+/// A cuobjdump that refuses `-xelf` and `-xptx` in one run is asked once per kind.
+#[test]
+fn a_cuobjdump_that_refuses_both_kinds_at_once_is_asked_twice() {
+    let dir = fake_cuobjdump(
+        "case \"$*\" in\n\
+         *-xelf*-xptx*) echo 'cuobjdump fatal : unexpected option' >&2; exit 1;;\n\
+         *-xptx*) echo 'Extracting PTX file and ptxas options    1: k.1.sm_90.ptx -arch=sm_90'\n\
+         cp PTX_FIXTURE k.1.sm_90.ptx;;\n\
+         esac",
     );
+    let out = check_with_fake(&dir, &[FATBIN]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert_fake_ptx_linted(&text);
 }
 
 #[test]
