@@ -24,11 +24,17 @@ pub(crate) fn cut(
     diagnostics: &mut [Diagnostic],
 ) -> Vec<Snippet> {
     let len = text.len();
+    // The lines under a label, or, on a line longer than `LONG_LINE` (nvdisasm writes its JSON
+    // on one line), `CONTEXT` bytes on either side of the label.
     let line_span = |range: TextRange| {
         let start = (range.start as usize).min(len);
         let end = (range.end as usize).clamp(start, len);
-        let from = text[..start].rfind('\n').map_or(0, |i| i + 1);
-        let to = text[end..].find('\n').map_or(len, |i| end + i + 1);
+        let mut from = text[..start].rfind('\n').map_or(0, |i| i + 1);
+        let mut to = text[end..].find('\n').map_or(len, |i| end + i + 1);
+        if to - from > LONG_LINE {
+            from = floor_char_boundary(text, start.saturating_sub(CONTEXT).max(from));
+            to = ceil_char_boundary(text, (end + CONTEXT).min(to));
+        }
         (from, to)
     };
     let mut spans: Vec<(usize, usize)> = labels(diagnostics)
@@ -40,7 +46,11 @@ pub(crate) fn cut(
     for (from, to) in spans {
         match merged.last_mut() {
             // Lines a few apart share a snippet, so that a report shows them in one block.
-            Some(last) if from <= last.1 || newlines(&text[last.1..from]) < MAX_GAP => {
+            Some(last)
+                if from <= last.1
+                    || (from - last.1 < MAX_GAP_BYTES
+                        && newlines(&text[last.1..from]) < MAX_GAP) =>
+            {
                 last.1 = last.1.max(to);
             }
             _ => merged.push((from, to)),
@@ -51,11 +61,14 @@ pub(crate) fn cut(
     for &(from, to) in &merged {
         line += newlines(&text[counted..from]) as u32;
         counted = from;
+        // A snippet that starts inside a line starts at that line's character column.
+        let line_start = text[..from].rfind('\n').map_or(0, |i| i + 1);
+        let column = text[line_start..from].chars().count() as u32;
         snippets.push(Snippet {
             text: text[from..to].to_owned(),
             base: Excerpt {
                 line,
-                column: if from == 0 { base.column } else { 0 },
+                column: if line_start == 0 { base.column + column } else { column },
                 offset: base.offset + from as u64,
             },
         });
@@ -75,6 +88,31 @@ pub(crate) fn cut(
 
 /// Labels fewer lines apart than this share a snippet.
 const MAX_GAP: usize = 8;
+
+/// Snippets this many bytes apart or more are not merged, however few lines lie between.
+const MAX_GAP_BYTES: usize = 4 << 10;
+
+/// Lines longer than this are cut around their labels: a function of nvdisasm JSON is one line
+/// of up to megabytes, and keeping it whole for each function with a finding took hundreds of
+/// megabytes (570 → 272 MB peak on NCCL's 364 MB listing).
+const LONG_LINE: usize = 16 << 10;
+
+/// The bytes kept on either side of a label on a long line.
+const CONTEXT: usize = 1 << 10;
+
+fn floor_char_boundary(text: &str, mut at: usize) -> usize {
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+fn ceil_char_boundary(text: &str, mut at: usize) -> usize {
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    at
+}
 
 fn newlines(text: &str) -> usize {
     memchr::memchr_iter(b'\n', text.as_bytes()).count()
@@ -138,5 +176,62 @@ mod tests {
                 .collect();
         assert_eq!(found, expected);
         assert_eq!(diagnostics[0].secondary[1].file, FileId(9));
+    }
+
+    /// On one long line (nvdisasm JSON), only the bytes around each label are kept, and the
+    /// labels still report the line, the character column and the byte offset of the whole
+    /// text, after a multi-byte character and on a chunk that starts mid-line.
+    #[test]
+    fn a_long_line_is_cut_around_its_labels() {
+        let pad = "x".repeat(LONG_LINE);
+        let text = format!("head\n[{{\"\u{20ac}\":1}},{pad}AAA{pad}BBB{pad}]\nlast");
+        let text = text.as_str();
+        let base = Excerpt { line: 3, column: 40, offset: 900 };
+        let whole = SourceFile::excerpt("f", text, base);
+        let at = |needle: &str| {
+            let start = text.find(needle).unwrap() as u32;
+            TextRange::new(start, start + needle.len() as u32)
+        };
+        let file = FileId(0);
+        let mut diagnostics = vec![
+            Diagnostic::new("r", Severity::Error, "m", Label::new(file, at("AAA"), ""))
+                .with_secondary(Label::new(file, at("BBB"), "")),
+        ];
+        let expected: Vec<_> = [at("AAA"), at("BBB")]
+            .into_iter()
+            .map(|r| (whole.line_col(r.start), whole.file_offset(r.start)))
+            .collect();
+        let snippets = cut(text, base, file, &mut diagnostics);
+        assert_eq!(snippets.len(), 2, "labels far apart on one line share no snippet");
+        assert!(snippets.iter().all(|s| s.text.len() <= 2 * CONTEXT + 3));
+        let files: Vec<SourceFile> =
+            snippets.iter().map(|s| SourceFile::excerpt("f", s.text.clone(), s.base)).collect();
+        let found: Vec<_> = [&diagnostics[0].primary, &diagnostics[0].secondary[0]]
+            .into_iter()
+            .map(|l| {
+                let f = &files[l.file.0 as usize];
+                (f.line_col(l.range.start), f.file_offset(l.range.start))
+            })
+            .collect();
+        assert_eq!(found, expected);
+
+        // The first line of a chunk that starts mid-line adds the chunk's own column.
+        let short = format!("{pad}{pad}CCC tail");
+        let mut diagnostics = vec![Diagnostic::new(
+            "r",
+            Severity::Error,
+            "m",
+            Label::new(file, TextRange::new(2 * LONG_LINE as u32, 2 * LONG_LINE as u32 + 3), ""),
+        )];
+        let whole = SourceFile::excerpt("f", short.as_str(), base);
+        let snippets = cut(&short, base, file, &mut diagnostics);
+        let f = SourceFile::excerpt("f", snippets[0].text.clone(), snippets[0].base);
+        let label = &diagnostics[0].primary;
+        assert_eq!(
+            f.line_col(label.range.start),
+            whole.line_col(2 * LONG_LINE as u32),
+            "{:?}",
+            snippets[0].base
+        );
     }
 }
