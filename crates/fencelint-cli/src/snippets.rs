@@ -131,9 +131,39 @@ fn labels_mut(diagnostics: &mut [Diagnostic]) -> impl Iterator<Item = &mut Label
 #[cfg(test)]
 mod tests {
     use fencelint_diagnostics::Severity;
-    use fencelint_source::SourceFile;
+    use fencelint_source::{LineCol, SourceFile};
 
     use super::*;
+
+    /// Start, end and byte offset of a label.
+    type Position = (LineCol, LineCol, u64);
+
+    /// The range of the first `needle` in `text`.
+    fn at(text: &str, needle: &str) -> TextRange {
+        let start = text.find(needle).unwrap() as u32;
+        TextRange::new(start, start + needle.len() as u32)
+    }
+
+    /// Line and column of the start and end, and byte offset, of each label in its snippet.
+    fn positions(snippets: &[Snippet], labels: &[&Label]) -> Vec<Position> {
+        let files: Vec<SourceFile> =
+            snippets.iter().map(|s| SourceFile::excerpt("f", s.text.clone(), s.base)).collect();
+        labels
+            .iter()
+            .map(|l| {
+                let f = &files[l.file.0 as usize];
+                (f.line_col(l.range.start), f.line_col(l.range.end), f.file_offset(l.range.start))
+            })
+            .collect()
+    }
+
+    /// The same for ranges of the whole text.
+    fn whole_positions(whole: &SourceFile, ranges: &[TextRange]) -> Vec<Position> {
+        ranges
+            .iter()
+            .map(|r| (whole.line_col(r.start), whole.line_col(r.end), whole.file_offset(r.start)))
+            .collect()
+    }
 
     #[test]
     fn labels_keep_their_positions_in_the_whole_text() {
@@ -142,10 +172,7 @@ mod tests {
         let text = text.as_str();
         let base = Excerpt { line: 100, column: 0, offset: 5000 };
         let whole = SourceFile::excerpt("f", text, base);
-        let at = |needle: &str| {
-            let start = text.find(needle).unwrap() as u32;
-            TextRange::new(start, start + needle.len() as u32)
-        };
+        let at = |needle: &str| at(text, needle);
         let file = FileId(7);
         let mut diagnostics = vec![
             Diagnostic::new("r", Severity::Error, "m", Label::new(file, at("abc"), ""))
@@ -153,28 +180,13 @@ mod tests {
                 .with_secondary(Label::new(FileId(9), at("l1"), "on another file")),
             Diagnostic::new("r", Severity::Error, "m", Label::new(file, at("end"), "")),
         ];
-        let expected: Vec<_> = [at("abc"), at("xyz"), at("end")]
-            .into_iter()
-            .map(|r| (whole.line_col(r.start), whole.line_col(r.end), whole.file_offset(r.start)))
-            .collect();
+        let expected = whole_positions(&whole, &[at("abc"), at("xyz"), at("end")]);
         let snippets = cut(text, base, file, &mut diagnostics);
         assert_eq!(snippets.len(), 2);
         assert_eq!(snippets[0].text, "l2 abc\nl3\nl4 xyz\n");
-        let files: Vec<SourceFile> =
-            snippets.iter().map(|s| SourceFile::excerpt("f", s.text.clone(), s.base)).collect();
-        let found: Vec<_> =
-            [&diagnostics[0].primary, &diagnostics[0].secondary[0], &diagnostics[1].primary]
-                .into_iter()
-                .map(|l| {
-                    let f = &files[l.file.0 as usize];
-                    (
-                        f.line_col(l.range.start),
-                        f.line_col(l.range.end),
-                        f.file_offset(l.range.start),
-                    )
-                })
-                .collect();
-        assert_eq!(found, expected);
+        let labels =
+            [&diagnostics[0].primary, &diagnostics[0].secondary[0], &diagnostics[1].primary];
+        assert_eq!(positions(&snippets, &labels), expected);
         assert_eq!(diagnostics[0].secondary[1].file, FileId(9));
     }
 
@@ -188,32 +200,18 @@ mod tests {
         let text = text.as_str();
         let base = Excerpt { line: 3, column: 40, offset: 900 };
         let whole = SourceFile::excerpt("f", text, base);
-        let at = |needle: &str| {
-            let start = text.find(needle).unwrap() as u32;
-            TextRange::new(start, start + needle.len() as u32)
-        };
+        let at = |needle: &str| at(text, needle);
         let file = FileId(0);
         let mut diagnostics = vec![
             Diagnostic::new("r", Severity::Error, "m", Label::new(file, at("AAA"), ""))
                 .with_secondary(Label::new(file, at("BBB"), "")),
         ];
-        let expected: Vec<_> = [at("AAA"), at("BBB")]
-            .into_iter()
-            .map(|r| (whole.line_col(r.start), whole.file_offset(r.start)))
-            .collect();
+        let expected = whole_positions(&whole, &[at("AAA"), at("BBB")]);
         let snippets = cut(text, base, file, &mut diagnostics);
         assert_eq!(snippets.len(), 2, "labels far apart on one line share no snippet");
         assert!(snippets.iter().all(|s| s.text.len() <= 2 * CONTEXT + 3));
-        let files: Vec<SourceFile> =
-            snippets.iter().map(|s| SourceFile::excerpt("f", s.text.clone(), s.base)).collect();
-        let found: Vec<_> = [&diagnostics[0].primary, &diagnostics[0].secondary[0]]
-            .into_iter()
-            .map(|l| {
-                let f = &files[l.file.0 as usize];
-                (f.line_col(l.range.start), f.file_offset(l.range.start))
-            })
-            .collect();
-        assert_eq!(found, expected);
+        let labels = [&diagnostics[0].primary, &diagnostics[0].secondary[0]];
+        assert_eq!(positions(&snippets, &labels), expected);
 
         // The first line of a chunk that starts mid-line adds the chunk's own column.
         let short = format!("{pad}{pad}CCC tail");
