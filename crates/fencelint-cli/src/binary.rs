@@ -485,16 +485,18 @@ fn extract(
     missing.sort();
     let mut units: Vec<Unit> = missing
         .into_iter()
-        .filter(|(_, _, name)| selected(arch_of_name(name).as_deref(), &options.archs))
-        .map(|(ptx, _, name)| Unit {
-            binary: index,
-            arch: arch_of_name(&name),
-            name,
-            ptx,
-            size: 0,
-            path: None,
-            functions: None,
-            whole: 0,
+        .filter_map(|(ptx, _, name)| {
+            let arch = arch_of_name(&name);
+            selected(arch.as_deref(), &options.archs).then_some(Unit {
+                binary: index,
+                arch,
+                name,
+                ptx,
+                size: 0,
+                path: None,
+                functions: None,
+                whole: 0,
+            })
         })
         .collect();
     for (i, (ptx, _, name, extracted)) in files.into_iter().enumerate() {

@@ -5,7 +5,7 @@
 //! threads wait for that thread. [`with_readahead`] runs a helper thread that asks the kernel
 //! (`posix_fadvise(WILLNEED)`) to load the file a bounded window ahead of the reader, so that
 //! disk reads overlap linting. On NCCL's 1.6 GB listing with an empty page cache this takes the
-//! wall time from 7.6–8.5 s to that of a cached file (`docs/performance.md`).
+//! wall time from about 7.0 s to 5.7–6.0 s, about that of a cached file (`docs/performance.md`).
 //!
 //! The window is bounded so that a listing larger than memory does not evict its own unread
 //! pages. On systems without `posix_fadvise` the reader is the plain file.

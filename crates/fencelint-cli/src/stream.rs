@@ -219,18 +219,11 @@ fn lint_chunk(chunk: SassChunk, settings: &Settings) -> (usize, Option<Excerpted
 mod tests {
     use super::*;
 
-    /// A listing of `size` bytes or more: `head` padded with copies of `line`.
-    fn padded(
-        dir: &std::path::Path,
-        name: &str,
-        head: &str,
-        line: &str,
-        size: u64,
-    ) -> std::path::PathBuf {
+    /// A listing of `size` bytes or more: `head` padded with blank lines.
+    fn padded(dir: &std::path::Path, name: &str, head: &str, size: u64) -> std::path::PathBuf {
         let mut text = head.to_owned();
-        while (text.len() as u64) < size {
-            text.push_str(line);
-        }
+        let missing = usize::try_from(size).unwrap().saturating_sub(text.len());
+        text.push_str(&"\n".repeat(missing));
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap();
         path
@@ -248,9 +241,9 @@ mod tests {
         let sass = std::fs::read_to_string(root.join("sm_90a/cp_async.cuobjdump.sass")).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let size = JSON_STREAM_MIN + (JSON_STREAM_MIN / 2);
-        let big_json = padded(dir.path(), "a.json", &json, "\n", size);
-        let small_json = padded(dir.path(), "b.json", &json, "\n", 0);
-        let text = padded(dir.path(), "c.sass", &sass, "\n", size);
+        let big_json = padded(dir.path(), "a.json", &json, size);
+        let small_json = padded(dir.path(), "b.json", &json, 0);
+        let text = padded(dir.path(), "c.sass", &sass, size);
         assert!(should_stream(&big_json));
         assert!(!should_stream(&small_json));
         assert!(!should_stream(&text));
