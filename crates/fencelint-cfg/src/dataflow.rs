@@ -61,8 +61,12 @@ impl FunctionAnalysis<'_> {
         while let Some((block, before)) = work.pop() {
             let range = &cfg.block(block).insts;
             let end = before.map_or(range.end, |b| b.0.clamp(range.start, range.end));
-            let from = sites.partition_point(|id| id.0 < range.start);
-            let to = sites.partition_point(|id| id.0 < end);
+            let (from, to) = if self.block_may_define(block, reg) {
+                let from = sites.partition_point(|id| id.0 < range.start);
+                (from, from + sites[from..].partition_point(|id| id.0 < end))
+            } else {
+                (0, 0)
+            };
             steps += 1 + (to - from);
             let mut killed = false;
             for &id in sites[from..to].iter().rev() {
@@ -160,7 +164,7 @@ impl FunctionAnalysis<'_> {
         is_target: impl Fn(InstId) -> bool,
         is_blocker: impl Fn(InstId) -> bool,
     ) -> Vec<InstId> {
-        self.walk_avoiding(from, is_target, is_blocker, None)
+        self.walk_avoiding(from, is_target, is_blocker, false)
     }
 
     /// [`FunctionAnalysis::reachable_avoiding`] for predicates that hold only for instructions
@@ -173,17 +177,18 @@ impl FunctionAnalysis<'_> {
         is_target: impl Fn(InstId) -> bool,
         is_blocker: impl Fn(InstId) -> bool,
     ) -> Vec<InstId> {
-        self.walk_avoiding(from, is_target, is_blocker, Some(self.memory_insts()))
+        self.walk_avoiding(from, is_target, is_blocker, true)
     }
 
-    /// The walk behind both: with `only`, the instructions of each block that are tested are
-    /// those in `only` (sorted); the step budget still counts every instruction passed.
+    /// The walk behind both: with `memory_only`, the instructions of each block that are tested
+    /// are its [`FunctionAnalysis::block_memory_insts`]; the step budget still counts every
+    /// instruction passed.
     fn walk_avoiding(
         &self,
         from: Point,
         is_target: impl Fn(InstId) -> bool,
         is_blocker: impl Fn(InstId) -> bool,
-        only: Option<&[InstId]>,
+        memory_only: bool,
     ) -> Vec<InstId> {
         let cfg = &self.cfg;
         let mut found = Vec::new();
@@ -207,28 +212,26 @@ impl FunctionAnalysis<'_> {
                 }
                 is_blocker(id)
             };
-            match only {
-                None => {
-                    for id in (start..insts.end).map(InstId) {
-                        steps += 1;
-                        if test(id) {
-                            blocked = true;
-                            break;
-                        }
+            if memory_only {
+                let only = self.block_memory_insts(block);
+                let first =
+                    if start == insts.start { 0 } else { only.partition_point(|id| id.0 < start) };
+                let mut passed = insts.end - start;
+                for &id in &only[first..] {
+                    if test(id) {
+                        passed = id.0 - start + 1;
+                        blocked = true;
+                        break;
                     }
                 }
-                Some(only) => {
-                    let first = only.partition_point(|id| id.0 < start);
-                    let last = only.partition_point(|id| id.0 < insts.end);
-                    let mut passed = insts.end - start;
-                    for &id in &only[first..last] {
-                        if test(id) {
-                            passed = id.0 - start + 1;
-                            blocked = true;
-                            break;
-                        }
+                steps += passed as usize;
+            } else {
+                for id in (start..insts.end).map(InstId) {
+                    steps += 1;
+                    if test(id) {
+                        blocked = true;
+                        break;
                     }
-                    steps += passed as usize;
                 }
             }
             if steps > self.budget.walk_steps {

@@ -66,10 +66,54 @@ pub struct FunctionAnalysis<'f> {
     walk_marks: RefCell<Marks>,
     /// The instructions whose kind [`fencelint_ir::InstKind::is_memory_or_order`], in text order.
     memory_insts: OnceCell<Vec<InstId>>,
+    /// For each block, the part of `memory_insts` inside it (`start..end` indices), so that a
+    /// walk finds a block's memory instructions without two binary searches per visit.
+    block_memory: OnceCell<Vec<(u32, u32)>>,
+    /// Which registers each block defines, one bit per register (see [`BlockDefs`]).
+    block_defs: OnceCell<Option<BlockDefs>>,
     /// Slices already computed by [`FunctionAnalysis::deciding_reads`], by branch and the header
     /// of the loop they stay in: both poll rules ask for the slices of the same loop exits.
     deciding: RefCell<FxHashMap<SliceKey, Vec<InstId>>>,
     incomplete: Cell<bool>,
+}
+
+/// One bit per block and register: set when the block defines the register. Walks for reaching
+/// definitions pass most blocks without a definition of the register they follow; the bit
+/// answers that without a binary search in the register's definition sites.
+pub(crate) struct BlockDefs {
+    words_per_block: usize,
+    bits: Vec<u64>,
+}
+
+impl BlockDefs {
+    /// The most bits kept (8 MiB); a function needing more answers with binary searches.
+    const MAX_BITS: usize = 64 << 20;
+
+    fn build(func: &Function, cfg: &Cfg) -> Option<Self> {
+        let words_per_block = func.regs.len().div_ceil(64).max(1);
+        let total = words_per_block.checked_mul(cfg.blocks.len())?;
+        if total.saturating_mul(64) > Self::MAX_BITS {
+            return None;
+        }
+        let mut bits = vec![0u64; total];
+        for (index, block) in cfg.blocks.iter().enumerate() {
+            let row = &mut bits[index * words_per_block..(index + 1) * words_per_block];
+            for id in block.ids() {
+                for reg in &func.inst(id).defs {
+                    if let Some(word) = row.get_mut(reg.0 as usize / 64) {
+                        *word |= 1 << (reg.0 % 64);
+                    }
+                }
+            }
+        }
+        Some(Self { words_per_block, bits })
+    }
+
+    fn defines(&self, block: BlockId, reg: Reg) -> bool {
+        let word = reg.0 as usize / 64;
+        word >= self.words_per_block
+            || self.bits[block.index() * self.words_per_block + word] & (1 << (reg.0 % 64)) != 0
+    }
 }
 
 /// A branch and the header of the loop a slice stays in.
@@ -125,6 +169,8 @@ impl<'f> FunctionAnalysis<'f> {
             reach_marks: RefCell::new(Marks::default()),
             walk_marks: RefCell::new(Marks::default()),
             memory_insts: OnceCell::new(),
+            block_memory: OnceCell::new(),
+            block_defs: OnceCell::new(),
             deciding: RefCell::new(FxHashMap::default()),
             incomplete: Cell::new(false),
         }
@@ -135,6 +181,24 @@ impl<'f> FunctionAnalysis<'f> {
         self.memory_insts.get_or_init(|| {
             self.func.ids().filter(|&id| self.func.inst(id).kind.is_memory_or_order()).collect()
         })
+    }
+
+    /// The memory and ordering instructions of `block`: a slice of [`Self::memory_insts`].
+    pub fn block_memory_insts(&self, block: BlockId) -> &[InstId] {
+        let all = self.memory_insts();
+        let spans = self.block_memory.get_or_init(|| {
+            self.cfg
+                .blocks
+                .iter()
+                .map(|b| {
+                    let first = all.partition_point(|id| id.0 < b.insts.start);
+                    let last = first + all[first..].partition_point(|id| id.0 < b.insts.end);
+                    (first as u32, last as u32)
+                })
+                .collect()
+        });
+        let (first, last) = spans[block.index()];
+        &all[first as usize..last as usize]
     }
 
     /// Fresh visited-block marks for one walk, from `marks` when no enclosing walk holds them.
@@ -208,6 +272,14 @@ impl<'f> FunctionAnalysis<'f> {
             sites
         });
         sites.get(reg.0 as usize).map_or(&[], Vec::as_slice)
+    }
+
+    /// Whether `block` may define `reg` (false only when it certainly does not).
+    pub(crate) fn block_may_define(&self, block: BlockId, reg: Reg) -> bool {
+        self.block_defs
+            .get_or_init(|| BlockDefs::build(self.func, &self.cfg))
+            .as_ref()
+            .is_none_or(|defs| defs.defines(block, reg))
     }
 
     /// Whether instruction `a` executes before `b` on every path to `b`.

@@ -695,17 +695,9 @@ fn lint_unit(
             n_chunks += 1;
             let text = chunk.text;
             let kind = InputKind::Sass(chunk.format);
-            let lint = match companion {
-                Some(companion) => fencelint_linter::lint_sass_paired(
-                    PLACEHOLDER,
-                    &text,
-                    kind,
-                    &companion.paired,
-                    settings,
-                    companion.producer.as_deref(),
-                ),
-                None => fencelint_linter::lint_text(PLACEHOLDER, &text, kind, settings),
-            };
+            let pair = companion.map(|c| (&c.paired, c.producer.as_deref()));
+            let lint =
+                fencelint_linter::lint_split_function(PLACEHOLDER, &text, kind, settings, pair);
             output.functions += lint.functions;
             if !lint.diagnostics.is_empty() {
                 let uses_ptx = lint.diagnostics.iter().any(|d| {

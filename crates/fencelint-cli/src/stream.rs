@@ -190,12 +190,8 @@ fn lint_chunk(chunk: SassChunk, settings: &Settings) -> (usize, Option<Excerpted
         drop(parsed);
         fencelint_linter::lint_lowered(lowered, settings)
     } else {
-        fencelint_linter::lint_text(
-            PLACEHOLDER,
-            &chunk.text,
-            InputKind::Sass(chunk.format),
-            settings,
-        )
+        let kind = InputKind::Sass(chunk.format);
+        fencelint_linter::lint_split_function(PLACEHOLDER, &chunk.text, kind, settings, None)
     };
     let text = chunk.text;
     // The splitter replaced bytes that are not UTF-8; say so, as the whole-file path does.

@@ -41,7 +41,20 @@ impl LintOutput {
 /// Lints one text of a known kind. `file` is the id the caller registered the text under.
 /// Inline suppressions in the text (see [`suppress`]) are applied to the findings.
 pub fn lint_text(file: FileId, text: &str, kind: InputKind, settings: &Settings) -> LintOutput {
-    lint_text_with(file, text, kind, settings, None)
+    lint_text_with(file, text, kind, settings, None, false)
+}
+
+/// Lints one function that a splitter cut out of a larger SASS listing (the text of a
+/// `fencelint_sass::SassChunk`): the result of [`lint_text`], or of [`lint_sass_paired`] when
+/// `pair` is given, with the parser's tables sized for one function up front.
+pub fn lint_split_function(
+    file: FileId,
+    text: &str,
+    kind: InputKind,
+    settings: &Settings,
+    pair: Option<(&PairedPtx, Option<&str>)>,
+) -> LintOutput {
+    lint_text_with(file, text, kind, settings, pair, true)
 }
 
 /// The PTX-versus-SASS reorder audit (`ptxas-reordered-across-wait`), for callers that hold a
@@ -82,7 +95,7 @@ pub fn lint_sass_paired(
     settings: &Settings,
     producer: Option<&str>,
 ) -> LintOutput {
-    lint_text_with(sass_file, sass_text, sass_kind, settings, Some((ptx, producer)))
+    lint_text_with(sass_file, sass_text, sass_kind, settings, Some((ptx, producer)), false)
 }
 
 /// Lints a PTX text and the SASS of the same kernels (`nvdisasm -c -gp`) together: the rules of
@@ -136,8 +149,14 @@ fn lint_text_with(
     kind: InputKind,
     settings: &Settings,
     pair: Option<(&PairedPtx, Option<&str>)>,
+    one_function: bool,
 ) -> LintOutput {
-    let lowered = fencelint_lower::lower(file, text, kind, 0);
+    let lowered = match kind {
+        InputKind::Sass(format) if one_function => {
+            fencelint_lower::sass::lower_function_text(file, text, format, 0)
+        }
+        _ => fencelint_lower::lower(file, text, kind, 0),
+    };
     // One vector search for the marker: most texts (every compiler listing) have none.
     let mut suppressions = if suppress::has_marker(text) {
         let functions: Vec<FunctionSpan> = lowered

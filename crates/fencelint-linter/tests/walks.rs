@@ -1,12 +1,15 @@
-//! `FunctionAnalysis::reachable_avoiding_memory` tests only memory and ordering instructions;
-//! for predicates that only such instructions satisfy it must give exactly the answer of
-//! `reachable_avoiding`, which tests every instruction. Checked on every compiled fixture (PTX
-//! and every SASS listing format), from every memory instruction and every block start.
+//! The walks of `FunctionAnalysis` take shortcuts, and each must give the answer of the plain
+//! walk it stands for. Checked on every compiled fixture (PTX and every SASS listing format):
+//! - `reachable_avoiding_memory` tests only memory and ordering instructions; for predicates
+//!   that only such instructions satisfy it must answer like `reachable_avoiding`, which tests
+//!   every instruction (from every memory instruction and every block start);
+//! - `reaching_defs` skips blocks by a per-block register set and searches definition sites;
+//!   it must answer like a backward scan of every instruction (for every register use).
 
 use std::path::Path;
 
-use fencelint_cfg::{BlockId, FunctionAnalysis, Point};
-use fencelint_ir::{InstId, InstKind};
+use fencelint_cfg::{BlockId, FunctionAnalysis, Point, Reach};
+use fencelint_ir::{Function, InstId, InstKind, Reg};
 use fencelint_linter::{InputKind, detect};
 use fencelint_source::FileId;
 
@@ -62,4 +65,80 @@ fn the_memory_walk_answers_like_the_full_walk() {
     }
     // The fixtures have loads after fences and barriers: the comparison is not vacuous.
     assert!(compared > 1000 && nonempty > 100, "{compared} walks, {nonempty} with reads");
+}
+
+/// The definitions of `reg` that reach `at`, by scanning every instruction backward from `at`
+/// and through predecessors; a guarded definition does not end the path.
+fn plain_reaching_defs(
+    analysis: &FunctionAnalysis<'_>,
+    func: &Function,
+    at: InstId,
+    reg: Reg,
+) -> Reach {
+    let cfg = &analysis.cfg;
+    let mut reach = Reach::default();
+    let mut seen = vec![false; cfg.blocks.len()];
+    let mut work = vec![(cfg.block_of(at), Some(at))];
+    while let Some((block, before)) = work.pop() {
+        let insts = &cfg.block(block).insts;
+        let end = before.map_or(insts.end, |b| b.0);
+        let mut killed = false;
+        for id in (insts.start..end).rev().map(InstId) {
+            let inst = func.inst(id);
+            if inst.defs.contains(&reg) {
+                reach.defs.push(id);
+                if inst.guard.is_none() {
+                    killed = true;
+                    break;
+                }
+            }
+        }
+        if killed {
+            continue;
+        }
+        let mut has_pred = false;
+        for pred in cfg.predecessors(block) {
+            has_pred = true;
+            if !std::mem::replace(&mut seen[pred.index()], true) {
+                work.push((pred, None));
+            }
+        }
+        reach.from_entry |= !has_pred;
+    }
+    reach.defs.sort();
+    reach.defs.dedup();
+    reach
+}
+
+#[test]
+fn reaching_definitions_answer_like_a_plain_backward_scan() {
+    let mut compared = 0usize;
+    let mut with_defs = 0usize;
+    for path in compiled_fixtures() {
+        let text = std::fs::read_to_string(&path).expect("readable fixture");
+        let kind = detect(&text).unwrap_or(InputKind::Ptx);
+        let lowered = fencelint_lower::lower(FileId(0), &text, kind, 0);
+        for func in lowered.modules.iter().flat_map(|m| &m.functions) {
+            let analysis = FunctionAnalysis::new(func);
+            for at in func.ids() {
+                for &reg in &func.inst(at).uses {
+                    let expected = plain_reaching_defs(&analysis, func, at, reg);
+                    let got = analysis.reaching_defs(at, reg);
+                    assert_eq!(
+                        got,
+                        expected,
+                        "{} {} at {at} of {reg:?}",
+                        path.display(),
+                        func.name
+                    );
+                    compared += 1;
+                    with_defs += usize::from(!got.defs.is_empty());
+                }
+            }
+        }
+    }
+    assert!(
+        compared > 10_000 && with_defs > 5_000,
+        "{compared} uses, {with_defs} with definitions"
+    );
 }

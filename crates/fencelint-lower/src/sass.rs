@@ -43,6 +43,17 @@ pub fn lower_text(file: FileId, text: &str, format: SassFormat, base: u32) -> Lo
     lower_parsed(file, text, &parsed, base)
 }
 
+/// [`lower_text`] for a text listing that holds one function (a chunk of a split listing, see
+/// [`fencelint_sass::parse_function_text`]).
+pub fn lower_function_text(file: FileId, text: &str, format: SassFormat, base: u32) -> Lowered {
+    match format {
+        SassFormat::NvdisasmJson => lower_text(file, text, format, base),
+        SassFormat::CuobjdumpText | SassFormat::NvdisasmText => {
+            lower_parsed(file, text, &fencelint_sass::parse_function_text(text), base)
+        }
+    }
+}
+
 /// Lowers a listing parsed from `text` (for example one function of a streamed listing,
 /// [`fencelint_sass::SassChunk::parse`]), turning its parse errors into diagnostics.
 pub fn lower_parsed(
@@ -65,7 +76,52 @@ pub fn lower_parsed(
 /// and fat-binary entry. `text` is the text the listing was parsed from.
 pub fn lower_module(file: FileId, text: &str, module: &SassModule<'_>, base: u32) -> Vec<Module> {
     let table = table::table();
-    let mut cache: FxHashMap<&str, Classification> = FxHashMap::default();
+    OPCODES.with_borrow_mut(|cache| lower_module_with(file, text, module, base, table, cache))
+}
+
+/// What lowering needs to know of one opcode: its classification and the register width of
+/// its data operands ([`opcode_width`]).
+struct OpcodeFacts {
+    class: Classification,
+    width: u16,
+}
+
+/// Opcodes seen by this thread. A listing uses a few hundred distinct opcodes, in every one
+/// of its functions: classifying them once a thread instead of once a function saves a table
+/// lookup and an allocation for each opcode of each function.
+type OpcodeCache = FxHashMap<Box<str>, OpcodeFacts>;
+
+/// The most opcodes kept by a thread; past it the cache starts again (fuzzed or damaged input
+/// can spell any number of opcodes).
+const OPCODE_CACHE_MAX: usize = 1 << 16;
+
+thread_local! {
+    static OPCODES: std::cell::RefCell<OpcodeCache> = std::cell::RefCell::default();
+}
+
+fn opcode_facts<'c>(
+    cache: &'c mut OpcodeCache,
+    table: &table::Table,
+    opcode: &str,
+) -> &'c OpcodeFacts {
+    if !cache.contains_key(opcode) {
+        if cache.len() >= OPCODE_CACHE_MAX {
+            cache.clear();
+        }
+        let facts = OpcodeFacts { class: table.classify(opcode), width: opcode_width(opcode) };
+        cache.insert(opcode.into(), facts);
+    }
+    &cache[opcode]
+}
+
+fn lower_module_with(
+    file: FileId,
+    text: &str,
+    module: &SassModule<'_>,
+    base: u32,
+    table: &table::Table,
+    cache: &mut OpcodeCache,
+) -> Vec<Module> {
     let mut modules: Vec<Module> = Vec::new();
     let mut current_key = None;
     for func in &module.functions {
@@ -74,7 +130,7 @@ pub fn lower_module(file: FileId, text: &str, module: &SassModule<'_>, base: u32
             current_key = Some(key);
             modules.push(new_module(file, func.arch.map(|a| a.to_string()), module.producer));
         }
-        let lowered = lower_function(func, text, module.format, base, table, &mut cache);
+        let lowered = lower_function(func, text, module.format, base, table, cache);
         if let Some(last) = modules.last_mut() {
             last.functions.push(lowered);
         }
@@ -156,20 +212,20 @@ impl Lowering {
     }
 }
 
-fn lower_function<'a>(
-    func: &SassFunction<'a>,
+fn lower_function(
+    func: &SassFunction<'_>,
     text: &str,
     format: SassFormat,
     base: u32,
     table: &table::Table,
-    cache: &mut FxHashMap<&'a str, Classification>,
+    cache: &mut OpcodeCache,
 ) -> Function {
     let mut out = Lowering::new(Function::new(
         func.name,
         is_kernel(func, text, format),
         func.range.shifted(base),
     ));
-    let kept: Vec<&SassInst<'a>> = func
+    let kept: Vec<&SassInst<'_>> = func
         .instructions
         .iter()
         .filter(|i| !i.guard.is_some_and(fencelint_sass::Guard::is_never))
@@ -177,8 +233,8 @@ fn lower_function<'a>(
     let addresses: Vec<u64> = kept.iter().map(|i| i.address).collect();
     out.func.insts.reserve_exact(kept.len());
     for inst in &kept {
-        let class = cache.entry(inst.opcode).or_insert_with(|| table.classify(inst.opcode));
-        let lowered = lower_inst(&mut out, inst, class, table, &addresses, &func.labels, base);
+        let facts = opcode_facts(cache, table, inst.opcode);
+        let lowered = lower_inst(&mut out, inst, facts, table, &addresses, &func.labels, base);
         out.func.insts.push(lowered);
     }
     out.func
@@ -251,12 +307,13 @@ fn def_count(defs: Defs, operands: &[Operand<'_>]) -> usize {
 fn lower_inst(
     func: &mut Lowering,
     inst: &SassInst<'_>,
-    class: &Classification,
+    facts: &OpcodeFacts,
     table: &table::Table,
     addresses: &[u64],
     labels: &[SassLabel<'_>],
     base: u32,
 ) -> Inst {
+    let class = &facts.class;
     let meaning = class.row.map(|row| table.meaning(row));
     let operands = &inst.operands;
     let mut kind = class.kind.clone();
@@ -300,7 +357,7 @@ fn lower_inst(
         None => Defs::Count(0),
     };
     let n_defs = def_count(defs, operands);
-    let width = opcode_width(inst.opcode);
+    let width = facts.width;
     let first_mem = operands.iter().position(memory_like);
     for (i, operand) in operands.iter().enumerate() {
         match &operand.kind {

@@ -122,6 +122,18 @@ pub fn parse_text(text: &str) -> Parsed<SassModule<'_>> {
     text::parse_listing(text, format, text::Context::default())
 }
 
+/// Parses a text listing that holds one function: a chunk that [`FunctionSplitter`] cut out
+/// of a larger listing. The result is [`parse_text`]'s; knowing that the text is one function
+/// lets the parser size the instruction table from its length instead of growing it.
+pub fn parse_function_text(text: &str) -> Parsed<SassModule<'_>> {
+    let format = match detect(text) {
+        Some(SassFormat::CuobjdumpText) => SassFormat::CuobjdumpText,
+        _ => SassFormat::NvdisasmText,
+    };
+    let context = text::Context { one_function: true, ..text::Context::default() };
+    text::parse_listing(text, format, context)
+}
+
 /// Parses `nvdisasm -json` output.
 pub fn parse_json(text: &str) -> Parsed<SassModule<'_>> {
     json::parse_json(text)
