@@ -696,8 +696,14 @@ fn lint_unit(
             let text = chunk.text;
             let kind = InputKind::Sass(chunk.format);
             let pair = companion.map(|c| (&c.paired, c.producer.as_deref()));
-            let lint =
-                fencelint_linter::lint_split_function(PLACEHOLDER, &text, kind, settings, pair);
+            let lint = fencelint_linter::lint_split_function(
+                PLACEHOLDER,
+                &text,
+                kind,
+                chunk.arch,
+                settings,
+                pair,
+            );
             output.functions += lint.functions;
             if !lint.diagnostics.is_empty() {
                 let uses_ptx = lint.diagnostics.iter().any(|d| {

@@ -177,13 +177,18 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         n_files += 1;
         let name = display_path(input);
         let output = match std::fs::File::open(&input.path) {
-            Ok(file) => readahead::with_readahead(file, |reader| {
-                stream::lint_listing(
-                    std::io::BufReader::with_capacity(1 << 20, reader),
-                    &settings,
-                    workers,
-                )
-            }),
+            // A text listing in a regular file is read through a memory map; anything else
+            // (JSON, a pipe, invalid UTF-8) is streamed from the reader.
+            Ok(file) => match stream::lint_mapped(&file, &settings, workers) {
+                Some(output) => output,
+                None => readahead::with_readahead(file, |reader| {
+                    stream::lint_listing(
+                        std::io::BufReader::with_capacity(1 << 20, reader),
+                        &settings,
+                        workers,
+                    )
+                }),
+            },
             Err(err) => stream::StreamOutput {
                 findings: Vec::new(),
                 functions: 0,

@@ -13,6 +13,7 @@ use fencelint_diagnostics::{Diagnostic, Label, Severity, codes};
 use fencelint_linter::{InputKind, Settings};
 use fencelint_sass::{FunctionSplitter, SassChunk, SassFormat};
 use fencelint_source::{Excerpt, FileId, TextRange};
+use rayon::prelude::*;
 
 use super::snippets::{self, Snippet};
 
@@ -155,6 +156,146 @@ pub(crate) fn lint_listing<R: BufRead>(
     }
 }
 
+/// Lints a SASS text listing in a regular file through a read-only memory map. Nothing is
+/// copied: a parallel scan cuts the mapped text into functions (`split_functions_parallel_with`)
+/// and `workers` threads lint them in file order, each function's text borrowed from the map.
+/// Pages are given back once scanned and once linted, so that the resident memory stays that
+/// of the functions in flight, not the file's.
+///
+/// Returns `None`, having linted nothing, when the file cannot take this path: empty, not
+/// mappable, 4 GiB or larger (text ranges are 32-bit), `nvdisasm -json`, or not valid UTF-8.
+/// The caller then streams it with [`lint_listing`], which reports the invalid bytes.
+#[allow(unsafe_code)]
+pub(crate) fn lint_mapped(
+    file: &std::fs::File,
+    settings: &Settings,
+    workers: usize,
+) -> Option<StreamOutput> {
+    let len = file.metadata().ok()?.len();
+    // `FENCELINT_NO_MAP` (any value) streams every listing, for tests and measurements.
+    if len == 0 || len >= u64::from(u32::MAX) || std::env::var_os("FENCELINT_NO_MAP").is_some() {
+        return None;
+    }
+    // SAFETY: the map is read-only and private, and nothing here writes to it. The file could
+    // still be truncated by another process while it is linted; reading the lost pages would
+    // then raise SIGBUS (see docs/robustness.md), as for any tool that maps its input.
+    let map = unsafe { memmap2::MmapOptions::new().map(file) }.ok()?;
+    let bytes: &[u8] = &map;
+    // JSON is streamed: its chunks carry character columns that this path does not compute.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        return None;
+    }
+    // Ask for the whole file at once: the scan below reads it from two places at a time.
+    let _ = map.advise(memmap2::Advice::WillNeed);
+    let release = |range: std::ops::Range<usize>| release_pages(&map, range);
+    let valid = line_segments(bytes, SCAN_SEGMENT).par_iter().all(|range| {
+        let valid = std::str::from_utf8(&bytes[range.clone()]).is_ok();
+        release(range.clone());
+        valid
+    });
+    if !valid {
+        return None;
+    }
+    // SAFETY: every segment was checked above, and segments end at line ends, which are never
+    // inside a UTF-8 sequence.
+    let text = unsafe { std::str::from_utf8_unchecked(bytes) };
+    let chunks = fencelint_sass::split_functions_parallel_with(text, release);
+
+    let next = AtomicUsize::new(0);
+    let functions = AtomicUsize::new(0);
+    let found: Mutex<Vec<(usize, Excerpted)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..workers.max(1) {
+            scope.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(chunk) = chunks.get(index) else { break };
+                    let at = Excerpt {
+                        line: u32::try_from(chunk.line).unwrap_or(u32::MAX),
+                        column: 0,
+                        offset: u64::from(chunk.range.start),
+                    };
+                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        lint_text_chunk(chunk, at, settings)
+                    }));
+                    release(chunk.range.to_usize());
+                    let (n, excerpt) = match result {
+                        Ok(done) => done,
+                        Err(_) => (0, Some(crashed(chunk.function, at))),
+                    };
+                    functions.fetch_add(n, Ordering::Relaxed);
+                    if let Some(excerpt) = excerpt {
+                        found
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .push((index, excerpt));
+                    }
+                }
+            });
+        }
+    });
+    let mut findings = found.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    findings.sort_by_key(|(index, _)| *index);
+    Some(StreamOutput {
+        findings: findings.into_iter().map(|(_, excerpt)| excerpt).collect(),
+        functions: functions.into_inner(),
+        error: None,
+    })
+}
+
+/// The size of the pieces that [`lint_mapped`] checks for UTF-8 in parallel.
+const SCAN_SEGMENT: usize = 4 << 20;
+
+/// Cuts `bytes` into pieces of about `size` bytes that end at line ends.
+fn line_segments(bytes: &[u8], size: usize) -> Vec<std::ops::Range<usize>> {
+    let mut segments = Vec::new();
+    let mut start = 0;
+    while start < bytes.len() {
+        let cut = (start + size).min(bytes.len());
+        let end = match memchr::memchr(b'\n', &bytes[cut..]) {
+            Some(at) if cut < bytes.len() => cut + at + 1,
+            _ => bytes.len(),
+        };
+        segments.push(start..end);
+        start = end;
+    }
+    segments
+}
+
+/// Gives back the pages that lie wholly inside `range` of the map. They are still in the page
+/// cache: reading them again maps them again, with the same bytes.
+#[allow(unsafe_code)]
+fn release_pages(map: &memmap2::Mmap, range: std::ops::Range<usize>) {
+    const PAGE: usize = 4096;
+    let start = range.start.next_multiple_of(PAGE);
+    let end = range.end.min(map.len()) / PAGE * PAGE;
+    if end > start {
+        // SAFETY: `MADV_DONTNEED` on a private read-only file mapping that was never written
+        // drops the page table entries only; the next read faults in the same file bytes, so
+        // no borrowed `&str` into the map ever sees different contents.
+        let _ = unsafe {
+            map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+        };
+    }
+}
+
+/// Lints one function of a mapped listing; `at` is where its text starts in the file.
+fn lint_text_chunk(
+    chunk: &fencelint_sass::TextChunk<'_>,
+    at: Excerpt,
+    settings: &Settings,
+) -> (usize, Option<Excerpted>) {
+    let text = chunk.text();
+    let kind = InputKind::Sass(chunk.format);
+    let mut lint =
+        fencelint_linter::lint_split_function(PLACEHOLDER, text, kind, chunk.arch, settings, None);
+    if lint.diagnostics.is_empty() {
+        return (lint.functions, None);
+    }
+    let snippets = snippets::cut(text, at, PLACEHOLDER, &mut lint.diagnostics);
+    (lint.functions, Some(Excerpted { snippets, diagnostics: lint.diagnostics }))
+}
+
 /// The `internal-error` for a function whose linting panicked.
 fn crashed(function: &str, at: Excerpt) -> Excerpted {
     let diagnostic = Diagnostic::new(
@@ -191,7 +332,14 @@ fn lint_chunk(chunk: SassChunk, settings: &Settings) -> (usize, Option<Excerpted
         fencelint_linter::lint_lowered(lowered, settings)
     } else {
         let kind = InputKind::Sass(chunk.format);
-        fencelint_linter::lint_split_function(PLACEHOLDER, &chunk.text, kind, settings, None)
+        fencelint_linter::lint_split_function(
+            PLACEHOLDER,
+            &chunk.text,
+            kind,
+            chunk.arch,
+            settings,
+            None,
+        )
     };
     let text = chunk.text;
     // The splitter replaced bytes that are not UTF-8; say so, as the whole-file path does.
@@ -223,6 +371,24 @@ mod tests {
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap();
         path
+    }
+
+    /// The pieces cover the bytes in order and end at line ends (or at the end).
+    #[test]
+    fn line_segments_cover_the_text_and_end_at_line_ends() {
+        let text = b"ab\ncdef\n\nghijklmn\nop";
+        for size in [1, 2, 3, 5, 100] {
+            let segments = line_segments(text, size);
+            let mut at = 0;
+            for range in &segments {
+                assert_eq!(range.start, at, "size {size}: {segments:?}");
+                assert!(range.end > range.start);
+                assert!(range.end == text.len() || text[range.end - 1] == b'\n');
+                at = range.end;
+            }
+            assert_eq!(at, text.len());
+        }
+        assert!(line_segments(b"", 4).is_empty());
     }
 
     /// nvdisasm JSON streams from 1 MiB, text listings from 8 MiB (when no

@@ -165,8 +165,9 @@ fn a_missing_file_is_reported_and_others_are_linted() {
     assert!(stdout(&out).contains("error[spin-poll-without-acquire]"));
 }
 
-/// A listing above the streaming threshold is linted function by function as it is read; the
-/// findings, their lines, columns and byte offsets are those of the whole-file path.
+/// A listing above the streaming threshold is linted function by function, through a memory
+/// map (text) or as it is read (JSON, or any listing with `FENCELINT_NO_MAP`); the findings,
+/// their lines, columns and byte offsets are those of the whole-file path either way.
 #[test]
 fn a_streamed_listing_reports_what_the_whole_file_path_reports() {
     for listing in [
@@ -181,6 +182,11 @@ fn a_streamed_listing_reports_what_the_whole_file_path_reports() {
         let args = ["check", "--format", "json", "--locations", "input", listing];
         let whole = common::command(&args).output().unwrap();
         let streamed = common::command(&args).env("FENCELINT_STREAM_MIN", "1").output().unwrap();
+        let read = common::command(&args)
+            .env("FENCELINT_STREAM_MIN", "1")
+            .env("FENCELINT_NO_MAP", "1")
+            .output()
+            .unwrap();
         let json = |out: &std::process::Output| -> serde_json::Value {
             let mut doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
             doc.as_object_mut().unwrap().remove("elapsed_ms");
@@ -195,7 +201,9 @@ fn a_streamed_listing_reports_what_the_whole_file_path_reports() {
             .collect();
         assert!(rules.iter().any(|r| !r.ends_with("-error")), "{listing}: {rules:?}");
         assert_eq!(a["diagnostics"], b["diagnostics"], "{listing}");
+        assert_eq!(a["diagnostics"], json(&read)["diagnostics"], "{listing} read");
         assert_eq!(whole.status.code(), streamed.status.code());
+        assert_eq!(whole.status.code(), read.status.code());
     }
 }
 

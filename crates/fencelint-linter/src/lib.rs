@@ -41,20 +41,22 @@ impl LintOutput {
 /// Lints one text of a known kind. `file` is the id the caller registered the text under.
 /// Inline suppressions in the text (see [`suppress`]) are applied to the findings.
 pub fn lint_text(file: FileId, text: &str, kind: InputKind, settings: &Settings) -> LintOutput {
-    lint_text_with(file, text, kind, settings, None, false)
+    lint_text_with(file, text, kind, settings, None, Extent::Listing)
 }
 
 /// Lints one function that a splitter cut out of a larger SASS listing (the text of a
-/// `fencelint_sass::SassChunk`): the result of [`lint_text`], or of [`lint_sass_paired`] when
-/// `pair` is given, with the parser's tables sized for one function up front.
+/// `fencelint_sass::SassChunk` or `TextChunk`), with `arch`, the architecture the listing named
+/// before it: the result of [`lint_text`], or of [`lint_sass_paired`] when `pair` is given,
+/// with the parser's tables sized for one function up front.
 pub fn lint_split_function(
     file: FileId,
     text: &str,
     kind: InputKind,
+    arch: Option<fencelint_lower::sass::Arch>,
     settings: &Settings,
     pair: Option<(&PairedPtx, Option<&str>)>,
 ) -> LintOutput {
-    lint_text_with(file, text, kind, settings, pair, true)
+    lint_text_with(file, text, kind, settings, pair, Extent::Function(arch))
 }
 
 /// The PTX-versus-SASS reorder audit (`ptxas-reordered-across-wait`), for callers that hold a
@@ -95,7 +97,14 @@ pub fn lint_sass_paired(
     settings: &Settings,
     producer: Option<&str>,
 ) -> LintOutput {
-    lint_text_with(sass_file, sass_text, sass_kind, settings, Some((ptx, producer)), false)
+    lint_text_with(
+        sass_file,
+        sass_text,
+        sass_kind,
+        settings,
+        Some((ptx, producer)),
+        Extent::Listing,
+    )
 }
 
 /// Lints a PTX text and the SASS of the same kernels (`nvdisasm -c -gp`) together: the rules of
@@ -143,17 +152,26 @@ pub fn lint_pair(
     output
 }
 
+/// What a linted text holds.
+#[derive(Clone, Copy)]
+enum Extent {
+    /// A whole input.
+    Listing,
+    /// One function of a split SASS listing, and the architecture the listing named before it.
+    Function(Option<fencelint_lower::sass::Arch>),
+}
+
 fn lint_text_with(
     file: FileId,
     text: &str,
     kind: InputKind,
     settings: &Settings,
     pair: Option<(&PairedPtx, Option<&str>)>,
-    one_function: bool,
+    extent: Extent,
 ) -> LintOutput {
-    let lowered = match kind {
-        InputKind::Sass(format) if one_function => {
-            fencelint_lower::sass::lower_function_text(file, text, format, 0)
+    let lowered = match (kind, extent) {
+        (InputKind::Sass(format), Extent::Function(arch)) => {
+            fencelint_lower::sass::lower_function_text(file, text, format, arch, 0)
         }
         _ => fencelint_lower::lower(file, text, kind, 0),
     };

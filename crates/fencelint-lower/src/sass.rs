@@ -23,6 +23,7 @@ use fencelint_ir::{
     AddrBase, Address, AddressRole, AsyncOp, Control, Function, Guard, Inst, InstId, InstKind,
     Module, Reg, Regs, SourceLocation, Tcgen05Op, ValueOp,
 };
+pub use fencelint_sass::Arch;
 use fencelint_sass::{
     ConstBank, ConstOperand, MemOperand, MemPrefix, Operand, OperandKind, RegFile, RegRef,
     Register, SassFormat, SassFunction, SassInst, SassLabel, SassModule,
@@ -43,13 +44,19 @@ pub fn lower_text(file: FileId, text: &str, format: SassFormat, base: u32) -> Lo
     lower_parsed(file, text, &parsed, base)
 }
 
-/// [`lower_text`] for a text listing that holds one function (a chunk of a split listing, see
-/// [`fencelint_sass::parse_function_text`]).
-pub fn lower_function_text(file: FileId, text: &str, format: SassFormat, base: u32) -> Lowered {
+/// [`lower_text`] for a text listing that holds one function (a chunk of a split listing), with
+/// the architecture the listing named before it (see [`fencelint_sass::parse_function_text`]).
+pub fn lower_function_text(
+    file: FileId,
+    text: &str,
+    format: SassFormat,
+    arch: Option<Arch>,
+    base: u32,
+) -> Lowered {
     match format {
         SassFormat::NvdisasmJson => lower_text(file, text, format, base),
         SassFormat::CuobjdumpText | SassFormat::NvdisasmText => {
-            lower_parsed(file, text, &fencelint_sass::parse_function_text(text), base)
+            lower_parsed(file, text, &fencelint_sass::parse_function_text(text, arch), base)
         }
     }
 }

@@ -73,6 +73,7 @@ pub use ast::{
 pub use detect::{DETECT_PREFIX, InputFormat, SassFormat, detect, detect_input};
 pub use split::{
     FunctionSplitter, SassChunk, TextChunk, split_functions, split_functions_parallel,
+    split_functions_parallel_with,
 };
 
 /// A problem found while parsing, with the byte range it concerns.
@@ -122,15 +123,17 @@ pub fn parse_text(text: &str) -> Parsed<SassModule<'_>> {
     text::parse_listing(text, format, text::Context::default())
 }
 
-/// Parses a text listing that holds one function: a chunk that [`FunctionSplitter`] cut out
-/// of a larger listing. The result is [`parse_text`]'s; knowing that the text is one function
-/// lets the parser size the instruction table from its length instead of growing it.
-pub fn parse_function_text(text: &str) -> Parsed<SassModule<'_>> {
+/// Parses a text listing that holds one function: a chunk that [`FunctionSplitter`] or
+/// [`split_functions`] cut out of a larger listing, with `arch`, the architecture the listing
+/// named before it (the text's own `.target` line, if any, takes precedence). Otherwise the
+/// result is [`parse_text`]'s; knowing that the text is one function lets the parser size the
+/// instruction table from its length instead of growing it.
+pub fn parse_function_text(text: &str, arch: Option<Arch>) -> Parsed<SassModule<'_>> {
     let format = match detect(text) {
         Some(SassFormat::CuobjdumpText) => SassFormat::CuobjdumpText,
         _ => SassFormat::NvdisasmText,
     };
-    let context = text::Context { one_function: true, ..text::Context::default() };
+    let context = text::Context { arch, one_function: true, ..text::Context::default() };
     text::parse_listing(text, format, context)
 }
 

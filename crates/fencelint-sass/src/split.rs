@@ -798,6 +798,8 @@ pub struct TextChunk<'a> {
     pub function: &'a str,
     pub arch: Option<Arch>,
     pub binary: Option<&'a str>,
+    /// The 0-based line of the input on which the chunk starts.
+    pub line: u64,
 }
 
 impl<'a> TextChunk<'a> {
@@ -834,8 +836,25 @@ pub fn split_functions(text: &str) -> Vec<TextChunk<'_>> {
 /// same. Worth it for listings of hundreds of megabytes, where a sequential scan would
 /// dominate the parallel parse.
 pub fn split_functions_parallel(text: &str) -> Vec<TextChunk<'_>> {
+    split_functions_parallel_with(text, |_| {})
+}
+
+/// [`split_functions_parallel`] that calls `scanned` with each byte range of the text once the
+/// scan is done with it (the ranges cover the text, in no particular order): a caller reading
+/// a memory-mapped file gives the pages back as the scan goes.
+pub fn split_functions_parallel_with(
+    text: &str,
+    scanned: impl Fn(std::ops::Range<usize>) + Sync,
+) -> Vec<TextChunk<'_>> {
     split_with(text, SEGMENT, |segments| {
-        segments.par_iter().map(|&(start, end)| scan_segment(text, start, end)).collect()
+        segments
+            .par_iter()
+            .map(|&(start, end)| {
+                let items = scan_segment(text, start, end);
+                scanned(start..end);
+                items
+            })
+            .collect()
     })
 }
 
@@ -845,19 +864,25 @@ const SEGMENT: usize = 4 << 20;
 fn split_with<'a>(
     text: &'a str,
     segment: usize,
-    scan: impl FnOnce(&[(usize, usize)]) -> Vec<Vec<Item<'a>>>,
+    scan: impl FnOnce(&[(usize, usize)]) -> Vec<Segment<'a>>,
 ) -> Vec<TextChunk<'a>> {
     if crate::detect(text) == Some(SassFormat::NvdisasmJson) {
         let (arch, objects) = split_json(text);
+        let (mut line, mut counted) = (0, 0);
         return objects
             .into_iter()
-            .map(|(start, end)| TextChunk {
-                input: text,
-                range: TextRange::from_usize(start, end),
-                format: SassFormat::NvdisasmJson,
-                function: json_function_name(&text[start..end]),
-                arch,
-                binary: None,
+            .map(|(start, end)| {
+                line += memchr::memchr_iter(b'\n', &text.as_bytes()[counted..start]).count() as u64;
+                counted = start;
+                TextChunk {
+                    input: text,
+                    range: TextRange::from_usize(start, end),
+                    format: SassFormat::NvdisasmJson,
+                    function: json_function_name(&text[start..end]),
+                    arch,
+                    binary: None,
+                    line,
+                }
             })
             .collect();
     }
@@ -875,8 +900,20 @@ fn split_with<'a>(
         segments.push((start, end));
         start = end;
     }
-    let items = scan(&segments);
-    merge(text, items.into_iter().flatten())
+    // Item lines count from their segment's start; the segments before it add theirs.
+    let mut base = 0;
+    let items = scan(&segments).into_iter().flat_map(|segment| {
+        let at = base;
+        base += segment.lines;
+        segment.items.into_iter().map(move |item| Item { line: at + item.line, ..item })
+    });
+    merge(text, items)
+}
+
+/// The items of one segment, and the number of line ends in it.
+struct Segment<'a> {
+    items: Vec<Item<'a>>,
+    lines: u64,
 }
 
 /// A line that matters to the splitter: a header, a section change, a terminator, or the first
@@ -884,15 +921,18 @@ fn split_with<'a>(
 struct Item<'a> {
     start: usize,
     end: usize,
+    /// The 0-based line (within the item's segment until [`split_with`] makes it absolute).
+    line: u64,
     action: Action<'a>,
 }
 
 /// Finds the items of the lines in `text[start..end]`; needs no state from earlier lines.
-fn scan_segment(text: &str, start: usize, end: usize) -> Vec<Item<'_>> {
+fn scan_segment(text: &str, start: usize, end: usize) -> Segment<'_> {
     let bytes = &text.as_bytes()[..end];
     let mut items = Vec::new();
     let mut code_noted = false;
     let mut line_start = start;
+    let mut lines = 0;
     while line_start < end {
         let line_end = find_byte(bytes, line_start, b'\n').map_or(end, |newline| newline + 1);
         let line = &bytes[line_start..line_end];
@@ -908,16 +948,17 @@ fn scan_segment(text: &str, start: usize, end: usize) -> Vec<Item<'_>> {
             Action::Code if code_noted => {}
             Action::Code => {
                 code_noted = true;
-                items.push(Item { start: line_start, end: line_end, action });
+                items.push(Item { start: line_start, end: line_end, line: lines, action });
             }
             _ => {
                 code_noted = false;
-                items.push(Item { start: line_start, end: line_end, action });
+                items.push(Item { start: line_start, end: line_end, line: lines, action });
             }
         }
+        lines += u64::from(bytes[line_end - 1] == b'\n');
         line_start = line_end;
     }
-    items
+    Segment { items, lines }
 }
 
 /// Runs the splitter's state over the items in order and cuts the chunks.
@@ -926,10 +967,10 @@ fn merge<'a>(text: &'a str, items: impl Iterator<Item = Item<'a>>) -> Vec<TextCh
     let mut mode = Mode::Outside;
     let mut arch = None;
     let mut binary = None;
-    // The open chunk: its function, format, start and whether it has code.
-    let mut open: Option<(&str, SassFormat, usize, bool)> = None;
+    // The open chunk: its function, format, start, line and whether it has code.
+    let mut open: Option<(&str, SassFormat, usize, u64, bool)> = None;
     for item in items {
-        if let Some((function, format, chunk_start, has_code)) = &mut open {
+        if let Some((function, format, chunk_start, line, has_code)) = &mut open {
             let close_at = match item.action {
                 Action::Code => {
                     *has_code = true;
@@ -952,6 +993,7 @@ fn merge<'a>(text: &'a str, items: impl Iterator<Item = Item<'a>>) -> Vec<TextCh
                 function,
                 arch,
                 binary,
+                line: *line,
             });
             open = None;
             mode = Mode::Outside;
@@ -963,11 +1005,11 @@ fn merge<'a>(text: &'a str, items: impl Iterator<Item = Item<'a>>) -> Vec<TextCh
             Outside::Nothing => {}
             Outside::Binary(value) => binary = value,
             Outside::Start { function, format, has_code } => {
-                open = Some((function, format, item.start, has_code));
+                open = Some((function, format, item.start, item.line, has_code));
             }
         }
     }
-    if let Some((function, format, chunk_start, _)) = open {
+    if let Some((function, format, chunk_start, line, _)) = open {
         chunks.push(TextChunk {
             input: text,
             range: TextRange::from_usize(chunk_start, text.len()),
@@ -975,6 +1017,7 @@ fn merge<'a>(text: &'a str, items: impl Iterator<Item = Item<'a>>) -> Vec<TextCh
             function,
             arch,
             binary,
+            line,
         });
     }
     chunks
@@ -1024,6 +1067,12 @@ mod tests {
                         .map(|&(start, end)| scan_segment(&text, start, end))
                         .collect()
                 });
+                let lines: Vec<u64> = pieces.iter().map(|chunk| chunk.line).collect();
+                let expected: Vec<u64> = pieces
+                    .iter()
+                    .map(|chunk| text[..chunk.range.start as usize].matches('\n').count() as u64)
+                    .collect();
+                assert_eq!(lines, expected, "{} with segments of {segment}", path.display());
                 assert_eq!(pieces, whole, "{} with segments of {segment}", path.display());
             }
             assert_eq!(split_functions_parallel(&text), whole);

@@ -403,13 +403,16 @@ fn streamed_chunks_parse_like_the_whole_text() {
             }
             assert_eq!(actual.labels.len(), expected.labels.len());
             if whole.format.is_text() {
-                // The one-function parse sizes its tables up front; the result is the same.
+                // The one-function parse sizes its tables up front; the result is the same,
+                // and the architecture given fills in where the text names none.
                 assert_eq!(
-                    fencelint_sass::parse_function_text(&chunk.text),
+                    fencelint_sass::parse_function_text(&chunk.text, None),
                     fencelint_sass::parse_text(&chunk.text),
                     "{name}: {}",
                     expected.name
                 );
+                let with_arch = fencelint_sass::parse_function_text(&chunk.text, chunk.arch);
+                assert_eq!(with_arch.value.functions[0].arch, expected.arch, "{name}");
             }
         }
     }
