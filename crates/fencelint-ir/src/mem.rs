@@ -1,4 +1,4 @@
-//! Memory-semantics vocabulary: state space, semantics, scope, proxy.
+//! Memory-semantics vocabulary: state space, semantics, scope.
 
 use std::fmt;
 
@@ -122,24 +122,20 @@ impl fmt::Display for Scope {
     }
 }
 
-/// The proxy (method of access) of an operation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Proxy {
-    Generic,
-    Async,
-    Tensormap,
-    Texture,
-    Readonly,
-}
-
 /// The classified memory access of a load, store, atomic or reduction.
+///
+/// Every such access goes through the generic proxy (PTX `ld`, `st`, `atom`, `red`,
+/// `multimem` and their SASS forms), so the access carries no proxy of its own: the operations
+/// of the other proxies are instruction kinds ([`crate::InstKind::Async`] for bulk copies,
+/// `st.async` and TMA, [`crate::InstKind::Tensormap`] for tensormap accesses,
+/// [`crate::InstKind::Tcgen05`] for tensor memory), and the fences between proxies are
+/// [`crate::FenceKind`]s.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MemAccess {
     pub space: Space,
     pub sem: Sem,
     /// `None` for weak accesses; defaults applied (`atom` without scope is `.gpu`).
     pub scope: Option<Scope>,
-    pub proxy: Proxy,
     /// Bits per element (32 for `.u32`, 128 for `LDG.E.128`), when known.
     pub width: Option<u32>,
     /// Vector length (1 for scalars, 4 for `.v4`).
@@ -150,15 +146,7 @@ pub struct MemAccess {
 
 impl MemAccess {
     pub const fn new(space: Space, sem: Sem, scope: Option<Scope>) -> Self {
-        Self {
-            space,
-            sem,
-            scope,
-            proxy: Proxy::Generic,
-            width: None,
-            vector: 1,
-            non_coherent: false,
-        }
+        Self { space, sem, scope, width: None, vector: 1, non_coherent: false }
     }
 
     pub const fn is_strong(&self) -> bool {
