@@ -200,6 +200,10 @@ pub(crate) fn lint_mapped(
     // inside a UTF-8 sequence.
     let text = unsafe { std::str::from_utf8_unchecked(bytes) };
     let chunks = fencelint_sass::split_functions_parallel_with(text, release);
+    // JSON behind something other than blanks (a byte-order mark) is streamed too.
+    if chunks.iter().any(|chunk| chunk.format == SassFormat::NvdisasmJson) {
+        return None;
+    }
 
     let next = AtomicUsize::new(0);
     let functions = AtomicUsize::new(0);

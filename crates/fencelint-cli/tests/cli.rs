@@ -1,6 +1,7 @@
 //! End-to-end tests of the `fencelint` program: exit codes, formats, and bad inputs.
 
 use std::fs;
+use std::path::Path;
 use std::process::Command;
 
 mod common;
@@ -227,6 +228,39 @@ fn a_streamed_multiline_json_listing_keeps_its_lines_and_columns() {
     assert!(a.iter().any(|l| l.contains("spin-poll-without-acquire")), "{a:?}");
     assert!(a.iter().all(|l| !l.contains(":1:")), "the findings are below line 1: {a:?}");
     assert_eq!(a, b);
+}
+
+/// A listing behind a byte-order mark is linted like the same listing without one, read whole
+/// or streamed, with the same positions (streamed, nvdisasm JSON used to give no function and
+/// no error; read whole, a text listing got a parse error on its first line).
+#[test]
+fn a_listing_behind_a_byte_order_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    for listing in [
+        "fixtures/compiled/sm_120/spin_poll.nvdisasm.json",
+        "fixtures/compiled/sm_90a/spin_poll.cuobjdump.sass",
+    ] {
+        let mut bytes = b"\xef\xbb\xbf".to_vec();
+        bytes.extend(fs::read(repo().join(listing)).unwrap());
+        let path = dir.path().join(Path::new(listing).file_name().unwrap());
+        fs::write(&path, bytes).unwrap();
+        let args = ["check", "--format", "short", path.to_str().unwrap()];
+        let findings = |out: std::process::Output| -> Vec<String> {
+            stdout(&out).lines().filter(|l| l.contains(": error[")).map(str::to_owned).collect()
+        };
+        let whole = findings(common::command(&args).output().unwrap());
+        assert!(whole.iter().any(|l| l.contains("spin-poll-without-acquire")), "{whole:?}");
+        assert!(whole.iter().all(|l| !l.contains("parse-error")), "{listing}: {whole:?}");
+        for no_map in [false, true] {
+            let mut command = common::command(&args);
+            command.env("FENCELINT_STREAM_MIN", "1");
+            if no_map {
+                command.env("FENCELINT_NO_MAP", "1");
+            }
+            let streamed = findings(command.output().unwrap());
+            assert_eq!(streamed, whole, "{listing}, FENCELINT_NO_MAP: {no_map}");
+        }
+    }
 }
 
 /// Bytes that are not UTF-8 in a streamed listing are reported like in a file read whole.

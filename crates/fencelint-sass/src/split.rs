@@ -130,6 +130,16 @@ pub struct FunctionSplitter<R> {
     default_arch: Option<Arch>,
 }
 
+/// The UTF-8 byte-order mark.
+const BOM: &[u8] = b"\xef\xbb\xbf";
+
+/// Whether `bytes` (from the first non-blank byte of a stream) start nvdisasm JSON: `[`
+/// followed by `{` or `[`, as in [`crate::detect`].
+fn starts_json(bytes: &[u8]) -> bool {
+    let after = bytes.iter().skip(1).find(|b| !b.is_ascii_whitespace());
+    bytes.first() == Some(&b'[') && after.is_none_or(|b| matches!(b, b'{' | b'['))
+}
+
 /// Spare buffers kept for reuse, and the largest capacity kept: a listing's functions are a
 /// few megabytes each, and a buffer grown for a rare huge one is given back to the allocator.
 const SPARE_BUFFERS: usize = 16;
@@ -201,13 +211,21 @@ impl<R: BufRead> FunctionSplitter<R> {
     /// `[` is JSON, as in [`crate::detect`].
     fn sniff(&mut self) -> io::Result<()> {
         self.sniffed = true;
+        // A byte-order mark at the start (an editor may add one in front of JSON) is passed
+        // over, as the whole-file JSON reader and format detection pass over it: one character
+        // of the first line. Only a mark that the first read returns whole is seen (any file
+        // read through a buffer of 3 bytes or more).
+        let buffer = self.reader.fill_buf()?;
+        if self.offset == 0 && buffer.starts_with(BOM) {
+            self.reader.consume(BOM.len());
+            self.offset = BOM.len() as u64;
+            self.column = 1;
+        }
         loop {
             let buffer = self.reader.fill_buf()?;
             let blanks = buffer.iter().take_while(|b| b.is_ascii_whitespace()).count();
             if buffer.is_empty() || blanks < buffer.len() {
-                let rest = &buffer[blanks..];
-                let after = rest.iter().skip(1).find(|b| !b.is_ascii_whitespace());
-                if rest.first() == Some(&b'[') && after.is_none_or(|b| matches!(b, b'{' | b'[')) {
+                if starts_json(&buffer[blanks..]) {
                     // The blanks before the `[` are left to the JSON reader, which counts
                     // their lines.
                     self.json = Some(JsonPhase::Start);

@@ -65,6 +65,11 @@ pub(crate) fn parse_listing_in<'a>(
     };
     let bytes = &text.as_bytes()[..text_end];
     let mut start = start;
+    // A byte-order mark at the start of the input is no part of the listing (format detection
+    // and the streaming splitter pass over it too).
+    if start == 0 && text.starts_with('\u{feff}') {
+        start = '\u{feff}'.len_utf8();
+    }
     while start < bytes.len() {
         // Leading blanks are skipped once, and the newline is searched only after them (an
         // encoding continuation line is mostly blanks).
