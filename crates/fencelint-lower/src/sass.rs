@@ -96,7 +96,12 @@ struct OpcodeFacts {
 /// Opcodes seen by this thread. A listing uses a few hundred distinct opcodes, in every one
 /// of its functions: classifying them once a thread instead of once a function saves a table
 /// lookup and an allocation for each opcode of each function.
-type OpcodeCache = FxHashMap<Box<str>, OpcodeFacts>;
+#[derive(Default)]
+struct OpcodeCache {
+    /// The index in `facts` of each opcode seen.
+    index: FxHashMap<Box<str>, u32>,
+    facts: Vec<OpcodeFacts>,
+}
 
 /// The most opcodes kept by a thread; past it the cache starts again (fuzzed or damaged input
 /// can spell any number of opcodes).
@@ -106,19 +111,21 @@ thread_local! {
     static OPCODES: std::cell::RefCell<OpcodeCache> = std::cell::RefCell::default();
 }
 
-fn opcode_facts<'c>(
-    cache: &'c mut OpcodeCache,
-    table: &table::Table,
-    opcode: &str,
-) -> &'c OpcodeFacts {
-    if !cache.contains_key(opcode) {
-        if cache.len() >= OPCODE_CACHE_MAX {
-            cache.clear();
+impl OpcodeCache {
+    /// The facts of `opcode`, found with one hash lookup when the opcode was seen before.
+    fn get(&mut self, table: &table::Table, opcode: &str) -> &OpcodeFacts {
+        if let Some(&at) = self.index.get(opcode) {
+            return &self.facts[at as usize];
         }
-        let facts = OpcodeFacts { class: table.classify(opcode), width: opcode_width(opcode) };
-        cache.insert(opcode.into(), facts);
+        if self.facts.len() >= OPCODE_CACHE_MAX {
+            self.index.clear();
+            self.facts.clear();
+        }
+        let at = self.facts.len();
+        self.facts.push(OpcodeFacts { class: table.classify(opcode), width: opcode_width(opcode) });
+        self.index.insert(opcode.into(), at as u32);
+        &self.facts[at]
     }
-    &cache[opcode]
 }
 
 fn lower_module_with(
@@ -240,7 +247,7 @@ fn lower_function(
     let addresses: Vec<u64> = kept.iter().map(|i| i.address).collect();
     out.func.insts.reserve_exact(kept.len());
     for inst in &kept {
-        let facts = opcode_facts(cache, table, inst.opcode);
+        let facts = cache.get(table, inst.opcode);
         let lowered = lower_inst(&mut out, inst, facts, table, &addresses, &func.labels, base);
         out.func.insts.push(lowered);
     }

@@ -338,3 +338,26 @@ fn parse_errors_become_diagnostics() {
     assert!(d.primary.range.start >= 100);
     assert_eq!(lowered.modules[0].functions[0].insts.last().unwrap().opcode, "EXIT");
 }
+
+/// The per-thread opcode cache answers like the table, before and after it fills up and
+/// starts again.
+#[test]
+fn the_opcode_cache_answers_like_the_table_past_its_size() {
+    let table = super::table::table();
+    let mut cache = super::OpcodeCache::default();
+    let check = |cache: &mut super::OpcodeCache, opcode: &str| {
+        let facts = cache.get(table, opcode);
+        assert_eq!(facts.class, table.classify(opcode), "{opcode}");
+        assert_eq!(facts.width, super::opcode_width(opcode), "{opcode}");
+    };
+    for opcode in ["LDG.E.128.STRONG.GPU", "MEMBAR.SC.GPU", "IADD3", "LDG.E.128.STRONG.GPU"] {
+        check(&mut cache, opcode);
+    }
+    for n in 0..super::OPCODE_CACHE_MAX + 10 {
+        cache.get(table, &format!("OP{n}.64"));
+    }
+    assert!(cache.facts.len() <= super::OPCODE_CACHE_MAX);
+    for opcode in ["LDG.E.128.STRONG.GPU", "OP3.64", "SYNCS.ARRIVE.TRANS64.RED.A1T0"] {
+        check(&mut cache, opcode);
+    }
+}
