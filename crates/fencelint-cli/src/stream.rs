@@ -1,8 +1,10 @@
 //! Linting a SASS listing too large to hold in memory (the `cuobjdump -sass` text of NCCL's
-//! `sm_90` cubin is 1.6 GB), in any of the three formats. The file is read once, cut into
-//! functions by `fencelint_sass::FunctionSplitter` on the reading thread and linted by worker
-//! threads; a bounded channel between them keeps at most a few functions in flight. Only functions with
-//! findings are kept, as excerpts that report lines, columns and byte offsets of the whole file.
+//! `sm_90` cubin is 1.6 GB), in any of the three formats, one function at a time on worker
+//! threads. A text listing in a regular file is memory-mapped and cut into functions in
+//! parallel ([`lint_mapped`]); anything else (JSON, a pipe, invalid UTF-8) is read once and cut
+//! by `fencelint_sass::FunctionSplitter` on the reading thread, with a bounded channel to the
+//! workers ([`lint_listing`]). Only functions with findings are kept, as excerpts that report
+//! lines, columns and byte offsets of the whole file.
 
 use std::io::BufRead;
 use std::sync::Mutex;
@@ -70,6 +72,46 @@ pub(crate) struct StreamOutput {
     pub error: Option<(u64, String)>,
 }
 
+/// What the workers of one listing found: the number of functions, and the excerpts of those
+/// with findings under their index in the file.
+#[derive(Default)]
+struct Found {
+    functions: AtomicUsize,
+    excerpts: Mutex<Vec<(usize, Excerpted)>>,
+}
+
+impl Found {
+    /// Records the linting of function `index`: its result, or the `internal-error` for
+    /// `function` at `at` when it panicked.
+    fn add(
+        &self,
+        index: usize,
+        result: std::thread::Result<(usize, Option<Excerpted>)>,
+        function: &str,
+        at: Excerpt,
+    ) {
+        let (n, excerpt) = result.unwrap_or_else(|_| (0, Some(crashed(function, at))));
+        self.functions.fetch_add(n, Ordering::Relaxed);
+        if let Some(excerpt) = excerpt {
+            let mut excerpts =
+                self.excerpts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            excerpts.push((index, excerpt));
+        }
+    }
+
+    /// The output, findings in file order.
+    fn into_output(self, error: Option<(u64, String)>) -> StreamOutput {
+        let mut excerpts =
+            self.excerpts.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        excerpts.sort_by_key(|(index, _)| *index);
+        StreamOutput {
+            findings: excerpts.into_iter().map(|(_, excerpt)| excerpt).collect(),
+            functions: self.functions.into_inner(),
+            error,
+        }
+    }
+}
+
 /// Lints the SASS text listing that `reader` yields on `workers` threads besides the reading
 /// one.
 pub(crate) fn lint_listing<R: BufRead>(
@@ -81,11 +123,10 @@ pub(crate) fn lint_listing<R: BufRead>(
     let receiver = Mutex::new(receiver);
     // Texts go back to the splitter once linted, to be read into again.
     let (recycle, recycled) = channel::<String>();
-    let found: Mutex<Vec<(usize, Excerpted)>> = Mutex::new(Vec::new());
-    let functions = AtomicUsize::new(0);
+    let found = Found::default();
     let mut error = None;
     std::thread::scope(|scope| {
-        let (receiver, found, functions) = (&receiver, &found, &functions);
+        let (receiver, found) = (&receiver, &found);
         for _ in 0..workers.max(1) {
             let recycle = recycle.clone();
             scope.spawn(move || {
@@ -103,22 +144,11 @@ pub(crate) fn lint_listing<R: BufRead>(
                         offset: chunk.offset,
                     };
                     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        lint_chunk(chunk, settings)
+                        let (n, excerpt, text) = lint_chunk(chunk, settings);
+                        let _ = recycle.send(text);
+                        (n, excerpt)
                     }));
-                    let (n, excerpt) = match result {
-                        Ok((n, excerpt, text)) => {
-                            let _ = recycle.send(text);
-                            (n, excerpt)
-                        }
-                        Err(_) => (0, Some(crashed(&function, at))),
-                    };
-                    functions.fetch_add(n, Ordering::Relaxed);
-                    if let Some(excerpt) = excerpt {
-                        found
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)
-                            .push((index, excerpt));
-                    }
+                    found.add(index, result, &function, at);
                 }
             });
         }
@@ -147,13 +177,7 @@ pub(crate) fn lint_listing<R: BufRead>(
         }
         drop(sender);
     });
-    let mut findings = found.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
-    findings.sort_by_key(|(index, _)| *index);
-    StreamOutput {
-        findings: findings.into_iter().map(|(_, excerpt)| excerpt).collect(),
-        functions: functions.into_inner(),
-        error,
-    }
+    found.into_output(error)
 }
 
 /// Lints a SASS text listing in a regular file through a read-only memory map. Nothing is
@@ -182,7 +206,9 @@ pub(crate) fn lint_mapped(
     let map = unsafe { memmap2::MmapOptions::new().map(file) }.ok()?;
     let bytes: &[u8] = &map;
     // JSON is streamed: its chunks carry character columns that this path does not compute.
-    if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+    // The format is decided from the first bytes, as `should_stream` decided it.
+    let head = String::from_utf8_lossy(&bytes[..bytes.len().min(64 << 10)]);
+    if fencelint_sass::detect(&head) == Some(SassFormat::NvdisasmJson) {
         return None;
     }
     // Ask for the whole file at once: the scan below reads it from two places at a time.
@@ -202,14 +228,9 @@ pub(crate) fn lint_mapped(
     // inside a UTF-8 sequence.
     let text = unsafe { std::str::from_utf8_unchecked(bytes) };
     let chunks = fencelint_sass::split_functions_parallel_with(text, release);
-    // JSON behind something other than blanks (a byte-order mark) is streamed too.
-    if chunks.iter().any(|chunk| chunk.format == SassFormat::NvdisasmJson) {
-        return None;
-    }
 
     let next = AtomicUsize::new(0);
-    let functions = AtomicUsize::new(0);
-    let found: Mutex<Vec<(usize, Excerpted)>> = Mutex::new(Vec::new());
+    let found = Found::default();
     std::thread::scope(|scope| {
         for _ in 0..workers.max(1) {
             scope.spawn(|| {
@@ -225,28 +246,12 @@ pub(crate) fn lint_mapped(
                         lint_text_chunk(chunk, at, settings)
                     }));
                     release(chunk.range.to_usize());
-                    let (n, excerpt) = match result {
-                        Ok(done) => done,
-                        Err(_) => (0, Some(crashed(chunk.function, at))),
-                    };
-                    functions.fetch_add(n, Ordering::Relaxed);
-                    if let Some(excerpt) = excerpt {
-                        found
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)
-                            .push((index, excerpt));
-                    }
+                    found.add(index, result, chunk.function, at);
                 }
             });
         }
     });
-    let mut findings = found.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
-    findings.sort_by_key(|(index, _)| *index);
-    Some(StreamOutput {
-        findings: findings.into_iter().map(|(_, excerpt)| excerpt).collect(),
-        functions: functions.into_inner(),
-        error: None,
-    })
+    Some(found.into_output(None))
 }
 
 /// The size of the pieces that [`lint_mapped`] checks for UTF-8 in parallel.

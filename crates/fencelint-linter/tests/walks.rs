@@ -33,36 +33,40 @@ fn compiled_fixtures() -> Vec<std::path::PathBuf> {
     files
 }
 
-#[test]
-fn the_memory_walk_answers_like_the_full_walk() {
-    let mut compared = 0usize;
-    let mut nonempty = 0usize;
+/// Calls `check` with the path of each compiled fixture and each function lowered from it.
+fn each_function(mut check: impl FnMut(&Path, &Function)) {
     for path in compiled_fixtures() {
         let text = std::fs::read_to_string(&path).expect("readable fixture");
         let kind = detect(&text).unwrap_or(InputKind::Ptx);
         let lowered = fencelint_lower::lower(FileId(0), &text, kind, 0);
         for func in lowered.modules.iter().flat_map(|m| &m.functions) {
-            let analysis = FunctionAnalysis::new(func);
-            let is_target = |id: InstId| func.inst(id).kind.reads_memory();
-            let is_blocker = |id: InstId| {
-                matches!(func.inst(id).kind, InstKind::Fence(_) | InstKind::Barrier(_))
-            };
-            let starts = func
-                .ids()
-                .filter(|&id| func.inst(id).kind.is_memory_or_order())
-                .map(Point::After)
-                .chain(
-                    (0..analysis.cfg.blocks.len()).map(|b| Point::BlockStart(BlockId(b as u32))),
-                );
-            for from in starts {
-                let full = analysis.reachable_avoiding(from, is_target, is_blocker);
-                let memory = analysis.reachable_avoiding_memory(from, is_target, is_blocker);
-                assert_eq!(full, memory, "{} {} from {from:?}", path.display(), func.name);
-                compared += 1;
-                nonempty += usize::from(!full.is_empty());
-            }
+            check(&path, func);
         }
     }
+}
+
+#[test]
+fn the_memory_walk_answers_like_the_full_walk() {
+    let mut compared = 0usize;
+    let mut nonempty = 0usize;
+    each_function(|path, func| {
+        let analysis = FunctionAnalysis::new(func);
+        let is_target = |id: InstId| func.inst(id).kind.reads_memory();
+        let is_blocker =
+            |id: InstId| matches!(func.inst(id).kind, InstKind::Fence(_) | InstKind::Barrier(_));
+        let starts = func
+            .ids()
+            .filter(|&id| func.inst(id).kind.is_memory_or_order())
+            .map(Point::After)
+            .chain((0..analysis.cfg.blocks.len()).map(|b| Point::BlockStart(BlockId(b as u32))));
+        for from in starts {
+            let full = analysis.reachable_avoiding(from, is_target, is_blocker);
+            let memory = analysis.reachable_avoiding_memory(from, is_target, is_blocker);
+            assert_eq!(full, memory, "{} {} from {from:?}", path.display(), func.name);
+            compared += 1;
+            nonempty += usize::from(!full.is_empty());
+        }
+    });
     // The fixtures have loads after fences and barriers: the comparison is not vacuous.
     assert!(compared > 1000 && nonempty > 100, "{compared} walks, {nonempty} with reads");
 }
@@ -114,29 +118,18 @@ fn plain_reaching_defs(
 fn reaching_definitions_answer_like_a_plain_backward_scan() {
     let mut compared = 0usize;
     let mut with_defs = 0usize;
-    for path in compiled_fixtures() {
-        let text = std::fs::read_to_string(&path).expect("readable fixture");
-        let kind = detect(&text).unwrap_or(InputKind::Ptx);
-        let lowered = fencelint_lower::lower(FileId(0), &text, kind, 0);
-        for func in lowered.modules.iter().flat_map(|m| &m.functions) {
-            let analysis = FunctionAnalysis::new(func);
-            for at in func.ids() {
-                for &reg in &func.inst(at).uses {
-                    let expected = plain_reaching_defs(&analysis, func, at, reg);
-                    let got = analysis.reaching_defs(at, reg);
-                    assert_eq!(
-                        got,
-                        expected,
-                        "{} {} at {at} of {reg:?}",
-                        path.display(),
-                        func.name
-                    );
-                    compared += 1;
-                    with_defs += usize::from(!got.defs.is_empty());
-                }
+    each_function(|path, func| {
+        let analysis = FunctionAnalysis::new(func);
+        for at in func.ids() {
+            for &reg in &func.inst(at).uses {
+                let expected = plain_reaching_defs(&analysis, func, at, reg);
+                let got = analysis.reaching_defs(at, reg);
+                assert_eq!(got, expected, "{} {} at {at} of {reg:?}", path.display(), func.name);
+                compared += 1;
+                with_defs += usize::from(!got.defs.is_empty());
             }
         }
-    }
+    });
     assert!(
         compared > 10_000 && with_defs > 5_000,
         "{compared} uses, {with_defs} with definitions"
