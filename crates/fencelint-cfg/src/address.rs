@@ -1,7 +1,7 @@
 //! Symbolic addresses: "the same flag", "the same mbarrier", seen through moves, constant adds,
 //! `cvta` and `mapa`.
 
-use fencelint_ir::{AddrBase, Address, InstId, Reg, ValueOp};
+use fencelint_ir::{AddrBase, Address, InstId, Name, Reg, ValueOp};
 
 use crate::FunctionAnalysis;
 
@@ -9,9 +9,9 @@ use crate::FunctionAnalysis;
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum AddrRoot {
     /// The value of a kernel parameter (a pointer passed in).
-    Param(String),
+    Param(Name),
     /// The address of a named variable (`.shared`, `.global`) or a parameter's own slot.
-    Symbol(String),
+    Symbol(Name),
     /// An absolute constant address.
     Absolute(i64),
     /// The result of this instruction, which the analysis does not see through.
@@ -69,6 +69,25 @@ impl FunctionAnalysis<'_> {
                 mapped: false,
             },
         }
+    }
+
+    /// Whether instruction `id` has a memory operand ([`fencelint_ir::Inst::address`]) and it
+    /// certainly names the location `key` names ([`AddrKey::same_as`]). The instruction's key
+    /// is computed once and kept by instruction: walks test every load they pass against a
+    /// flag.
+    pub fn inst_address_is(&self, id: InstId, key: &AddrKey) -> bool {
+        let Some(address) = &self.func.inst(id).address else { return false };
+        if let Some(Some(known)) = self.inst_keys.borrow().get(id.index()) {
+            return known.same_as(key);
+        }
+        let computed = self.address_key(id, address);
+        let same = computed.same_as(key);
+        let mut keys = self.inst_keys.borrow_mut();
+        if keys.len() != self.func.insts.len() {
+            keys.resize(self.func.insts.len(), None);
+        }
+        keys[id.index()] = Some(computed);
+        same
     }
 
     /// The canonical value of `reg` as read by instruction `at`.

@@ -50,9 +50,43 @@ pub enum EdgeKind {
 /// The control-flow graph. Node weights are block ids; an empty function has one empty block.
 #[derive(Clone, Debug)]
 pub struct Cfg {
-    pub graph: DiGraph<BlockId, EdgeKind>,
+    graph: DiGraph<BlockId, EdgeKind>,
     pub blocks: Vec<Block>,
     block_of: Vec<u32>,
+    /// The successors and predecessors of every block, in the order petgraph lists them, as
+    /// flat arrays: the walks ask for them millions of times on a large listing, and following
+    /// petgraph's edge lists cost more than the walks' own work.
+    succs: Adjacency,
+    preds: Adjacency,
+}
+
+/// One direction of the graph's edges: the neighbours of block `b` are
+/// `targets[starts[b]..starts[b + 1]]`.
+#[derive(Clone, Debug, Default)]
+struct Adjacency {
+    starts: Vec<u32>,
+    targets: Vec<BlockId>,
+}
+
+impl Adjacency {
+    fn new(graph: &DiGraph<BlockId, EdgeKind>, direction: Direction) -> Self {
+        let mut starts = Vec::with_capacity(graph.node_count() + 1);
+        let mut targets = Vec::with_capacity(graph.edge_count());
+        for node in graph.node_indices() {
+            starts.push(targets.len() as u32);
+            targets.extend(graph.edges_directed(node, direction).map(|e| {
+                let other = if direction == Direction::Outgoing { e.target() } else { e.source() };
+                BlockId(other.index() as u32)
+            }));
+        }
+        starts.push(targets.len() as u32);
+        Self { starts, targets }
+    }
+
+    fn of(&self, block: BlockId) -> &[BlockId] {
+        let (start, end) = (self.starts[block.index()], self.starts[block.index() + 1]);
+        &self.targets[start as usize..end as usize]
+    }
 }
 
 /// Gives every indirect branch whose targets are not all known (`Control::indirect`: a jump
@@ -140,7 +174,16 @@ impl Cfg {
             }
         }
         link_unknown_targets(func, &blocks, &mut graph);
-        Self { graph, blocks, block_of }
+        let succs = Adjacency::new(&graph, Direction::Outgoing);
+        let preds = Adjacency::new(&graph, Direction::Incoming);
+        Self { graph, blocks, block_of, succs, preds }
+    }
+
+    /// The petgraph graph: one node per block (node index = block id), one edge per
+    /// successor. It is never changed after [`Cfg::build`], which also derives the adjacency
+    /// arrays behind [`Cfg::successors`] and [`Cfg::predecessors`] from it.
+    pub fn graph(&self) -> &DiGraph<BlockId, EdgeKind> {
+        &self.graph
     }
 
     pub fn entry(&self) -> NodeIndex {
@@ -163,16 +206,14 @@ impl Cfg {
         (0..self.blocks.len() as u32).map(BlockId)
     }
 
-    pub fn successors(&self, block: BlockId) -> impl Iterator<Item = BlockId> + '_ {
-        self.graph
-            .edges_directed(self.node(block), Direction::Outgoing)
-            .map(|e| BlockId(e.target().index() as u32))
+    /// The blocks that `block` branches or falls to, in the order of petgraph's edge list.
+    pub fn successors(&self, block: BlockId) -> impl ExactSizeIterator<Item = BlockId> + '_ {
+        self.succs.of(block).iter().copied()
     }
 
-    pub fn predecessors(&self, block: BlockId) -> impl Iterator<Item = BlockId> + '_ {
-        self.graph
-            .edges_directed(self.node(block), Direction::Incoming)
-            .map(|e| BlockId(e.source().index() as u32))
+    /// The blocks that branch or fall to `block`, in the order of petgraph's edge list.
+    pub fn predecessors(&self, block: BlockId) -> impl ExactSizeIterator<Item = BlockId> + '_ {
+        self.preds.of(block).iter().copied()
     }
 
     /// Edges as `(from, to, kind)`, in a deterministic order.

@@ -25,6 +25,15 @@ pub struct Reach {
     pub from_entry: bool,
 }
 
+/// The first block of a walk that starts after an instruction: where its first visit started
+/// testing and where a blocker stopped it.
+#[derive(Clone, Copy)]
+struct Origin {
+    block: BlockId,
+    start: u32,
+    blocked_at: Option<u32>,
+}
+
 impl FunctionAnalysis<'_> {
     /// The definitions of `reg` that reach the use in `at` (searching strictly before `at`).
     pub fn reaching_defs(&self, at: InstId, reg: Reg) -> Reach {
@@ -36,7 +45,18 @@ impl FunctionAnalysis<'_> {
             {
                 return Reach { defs: vec![def], from_entry: false };
             }
-            _ => {}
+            sites => {
+                // The nearest definition in `at`'s own block, when unguarded, is the only one
+                // that reaches (most uses read a register written a few instructions before).
+                let start = self.cfg.block(self.cfg.block_of(at)).insts.start;
+                let before = sites.partition_point(|id| id.0 < at.0);
+                if let Some(&def) = before.checked_sub(1).map(|i| &sites[i])
+                    && def.0 >= start
+                    && self.func.inst(def).guard.is_none()
+                {
+                    return Reach { defs: vec![def], from_entry: false };
+                }
+            }
         }
         if let Some(reach) = self.reaches.borrow().get(&(at, reg)) {
             return reach.clone();
@@ -192,9 +212,12 @@ impl FunctionAnalysis<'_> {
     ) -> Vec<InstId> {
         let cfg = &self.cfg;
         let mut found = Vec::new();
-        let mut found_set = BTreeSet::new();
         let mut seen = self.visited(&self.walk_marks);
         let mut steps = 0usize;
+        // A walk that starts after an instruction can come back to the top of that block. The
+        // second visit tests only what the first one skipped (up to and including the start
+        // instruction), so no instruction is tested twice and the targets need no set.
+        let mut origin: Option<Origin> = None;
         let mut work: VecDeque<(BlockId, Option<InstId>)> = match from {
             Point::After(inst) => VecDeque::from([(cfg.block_of(inst), Some(inst))]),
             Point::BlockStart(block) => {
@@ -203,11 +226,13 @@ impl FunctionAnalysis<'_> {
             }
         };
         while let Some((block, after)) = work.pop_front() {
-            let mut blocked = false;
             let insts = &cfg.block(block).insts;
             let start = after.map_or(insts.start, |a| (a.0 + 1).max(insts.start)).min(insts.end);
+            let revisit = origin.filter(|o| after.is_none() && o.block == block);
+            let end = revisit.map_or(insts.end, |o| o.start);
+            let mut blocked_at = None;
             let mut test = |id: InstId| {
-                if is_target(id) && found_set.insert(id) {
+                if is_target(id) {
                     found.push(id);
                 }
                 is_blocker(id)
@@ -216,29 +241,32 @@ impl FunctionAnalysis<'_> {
                 let only = self.block_memory_insts(block);
                 let first =
                     if start == insts.start { 0 } else { only.partition_point(|id| id.0 < start) };
-                let mut passed = insts.end - start;
-                for &id in &only[first..] {
+                for &id in only[first..].iter().take_while(|id| id.0 < end) {
                     if test(id) {
-                        passed = id.0 - start + 1;
-                        blocked = true;
+                        blocked_at = Some(id.0);
                         break;
                     }
                 }
-                steps += passed as usize;
             } else {
-                for id in (start..insts.end).map(InstId) {
-                    steps += 1;
+                for id in (start..end).map(InstId) {
                     if test(id) {
-                        blocked = true;
+                        blocked_at = Some(id.0);
                         break;
                     }
                 }
+            }
+            // The first visit's blocker, if any, still stops a path that comes back.
+            let blocked_at = blocked_at.or(revisit.and_then(|o| o.blocked_at));
+            // Every instruction passed counts, up to and including the blocker.
+            steps += blocked_at.map_or(insts.end - start, |at| at - start + 1) as usize;
+            if after.is_some() {
+                origin = Some(Origin { block, start, blocked_at });
             }
             if steps > self.budget.walk_steps {
                 self.mark_incomplete();
                 break;
             }
-            if blocked {
+            if blocked_at.is_some() {
                 continue;
             }
             for succ in cfg.successors(block) {

@@ -54,9 +54,14 @@ pub struct FunctionAnalysis<'f> {
     /// The instructions that define each register, in text order.
     def_sites: OnceCell<Vec<Vec<InstId>>>,
     loops: OnceCell<Vec<Loop>>,
+    /// The index in `loops` of each block's innermost loop (`u32::MAX`: none).
+    innermost: OnceCell<Vec<u32>>,
     /// Canonical register values already computed ([`FunctionAnalysis::value_key`]): rules ask
     /// for the address of the same instruction once per poll, wait or fence they check.
     value_keys: RefCell<FxHashMap<(InstId, Reg), AddrKey>>,
+    /// The key of each instruction's memory operand, for [`FunctionAnalysis::inst_address_is`]
+    /// (`None` until asked).
+    inst_keys: RefCell<Vec<Option<AddrKey>>>,
     /// Reaching definitions already computed by a walk ([`FunctionAnalysis::reaching_defs`]):
     /// the poll rules slice the same exit branches, and SASS registers are redefined often.
     reaches: RefCell<FxHashMap<(InstId, Reg), Reach>>,
@@ -164,7 +169,9 @@ impl<'f> FunctionAnalysis<'f> {
             dom_order: OnceCell::new(),
             def_sites: OnceCell::new(),
             loops: OnceCell::new(),
+            innermost: OnceCell::new(),
             value_keys: RefCell::new(FxHashMap::default()),
+            inst_keys: RefCell::new(Vec::new()),
             reaches: RefCell::new(FxHashMap::default()),
             reach_marks: RefCell::new(Marks::default()),
             walk_marks: RefCell::new(Marks::default()),
@@ -218,7 +225,7 @@ impl<'f> FunctionAnalysis<'f> {
     }
 
     pub fn dominators(&self) -> &Dominators<NodeIndex> {
-        self.dominators.get_or_init(|| dominators::simple_fast(&self.cfg.graph, self.cfg.entry()))
+        self.dominators.get_or_init(|| dominators::simple_fast(self.cfg.graph(), self.cfg.entry()))
     }
 
     /// Whether block `a` dominates block `b` (constant time after the first query).
@@ -298,8 +305,23 @@ impl<'f> FunctionAnalysis<'f> {
 
     /// The innermost loop that contains `inst`.
     pub fn innermost_loop(&self, inst: InstId) -> Option<&Loop> {
-        let block = self.cfg.block_of(inst);
-        self.loops().iter().filter(|l| l.contains(block)).min_by_key(|l| l.blocks.len())
+        let innermost = self.innermost.get_or_init(|| {
+            // Two loops that share a block are nested, the inner one smaller: the smallest
+            // loop holding a block, assigned last, is its innermost one (of equal sizes, the
+            // first in `loops`).
+            let loops = self.loops();
+            let mut by_size: Vec<usize> = (0..loops.len()).collect();
+            by_size.sort_by_key(|&i| std::cmp::Reverse((loops[i].blocks.len(), i)));
+            let mut innermost = vec![u32::MAX; self.cfg.blocks.len()];
+            for i in by_size {
+                for block in &loops[i].blocks {
+                    innermost[block.index()] = i as u32;
+                }
+            }
+            innermost
+        });
+        let at = innermost[self.cfg.block_of(inst).index()];
+        self.loops().get(at as usize)
     }
 
     /// True when some walk of this function stopped at its budget.

@@ -1,7 +1,5 @@
 //! Natural loops and their exits.
 
-use std::collections::BTreeSet;
-
 use fencelint_ir::InstId;
 
 use crate::{BlockId, FunctionAnalysis};
@@ -35,6 +33,17 @@ impl Loop {
     ) -> impl Iterator<Item = InstId> + 'a {
         self.blocks.iter().flat_map(|&b| analysis.cfg.block(b).ids())
     }
+
+    /// The loop's instructions whose kind
+    /// [`is_memory_or_order`](fencelint_ir::InstKind::is_memory_or_order), in text order: what
+    /// [`Loop::insts`] gives for a test that only such instructions pass, without visiting the
+    /// ALU work that is most of a SASS loop.
+    pub fn memory_insts<'a>(
+        &'a self,
+        analysis: &'a FunctionAnalysis<'_>,
+    ) -> impl Iterator<Item = InstId> + 'a {
+        self.blocks.iter().flat_map(|&b| analysis.block_memory_insts(b).iter().copied())
+    }
 }
 
 pub(crate) fn find_loops(analysis: &FunctionAnalysis<'_>) -> Vec<Loop> {
@@ -52,22 +61,31 @@ pub(crate) fn find_loops(analysis: &FunctionAnalysis<'_>) -> Vec<Loop> {
     by_header.sort_by_key(|(h, _)| *h);
 
     let mut loops = Vec::with_capacity(by_header.len());
+    // Membership marks of the loop being built, cleared through its block list afterwards: the
+    // outer loops of a large kernel hold most of its blocks, and a tree set of them cost a
+    // tenth of the spin-poll rule.
+    let mut in_body = vec![false; cfg.blocks.len()];
     for (header, latches) in by_header {
-        let mut body = BTreeSet::from([header]);
+        in_body[header.index()] = true;
+        let mut blocks = vec![header];
         let mut stack: Vec<BlockId> = latches.clone();
         while let Some(block) = stack.pop() {
-            if body.insert(block) {
+            if !std::mem::replace(&mut in_body[block.index()], true) {
+                blocks.push(block);
                 stack.extend(cfg.predecessors(block).filter(|p| reachable[p.index()]));
             }
         }
-        let blocks: Vec<BlockId> = body.into_iter().collect();
+        blocks.sort_unstable();
         let mut exits = Vec::new();
         for &block in &blocks {
             for succ in cfg.successors(block) {
-                if blocks.binary_search(&succ).is_err() {
+                if !in_body[succ.index()] {
                     exits.push((block, succ));
                 }
             }
+        }
+        for &block in &blocks {
+            in_body[block.index()] = false;
         }
         exits.sort();
         exits.dedup();

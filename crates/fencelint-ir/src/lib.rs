@@ -129,6 +129,10 @@ pub struct Control {
     pub indirect: bool,
 }
 
+/// A name that analyses copy often (a parameter, a variable, a constant-bank slot): shared, so
+/// that copying it does not allocate.
+pub type Name = std::sync::Arc<str>;
+
 /// A register value computation that address analysis can see through.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ValueOp {
@@ -139,9 +143,9 @@ pub enum ValueOp {
     /// `mapa`: the same shared-memory object in another CTA of the cluster.
     Mapa(Reg),
     /// `ld.param [name]`, or the SASS constant-bank slot of a parameter (`c[0x0][0x210]`).
-    Param(String),
+    Param(Name),
     /// The address of a variable (`mov.u64 %rd1, tile;`, `cvta.shared` of a symbol).
-    SymbolAddr(String),
+    SymbolAddr(Name),
     /// A constant.
     Imm(i64),
 }
@@ -151,7 +155,7 @@ pub enum ValueOp {
 pub enum AddrBase {
     Reg(Reg),
     /// A named variable or parameter (`[flag]`, `[k_param_0]`).
-    Symbol(String),
+    Symbol(Name),
     /// An absolute address (`[0x100]`).
     Absolute,
     /// Several registers or an unknown form (SASS `[R0+UR4]`).

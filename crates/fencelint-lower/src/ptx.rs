@@ -277,7 +277,7 @@ fn address_of(
     let address = operand.as_address()?;
     let base = match address.base {
         Some(name) if is_reg(name) => AddrBase::Reg(func.intern_reg(name)),
-        Some(name) => AddrBase::Symbol(name.to_owned()),
+        Some(name) => AddrBase::Symbol(name.into()),
         None => AddrBase::Absolute,
     };
     Some(Address { base, offset: address.offset })
@@ -296,7 +296,7 @@ fn value_op(
     match instruction.mnemonic() {
         "ld" if instruction.has_modifier("param") => {
             let address = src.as_address()?;
-            address.base.filter(|b| !is_reg(b)).map(|b| ValueOp::Param(b.to_owned()))
+            address.base.filter(|b| !is_reg(b)).map(|b| ValueOp::Param(b.into()))
         }
         "mov" | "cvta" | "cvt" => {
             if let Some(reg) = reg_of(func, src) {
@@ -304,7 +304,7 @@ fn value_op(
             } else if let Some(value) = src.as_integer() {
                 Some(ValueOp::Imm(value))
             } else {
-                src.as_name().map(|n| ValueOp::SymbolAddr(n.to_owned()))
+                src.as_name().map(|n| ValueOp::SymbolAddr(n.into()))
             }
         }
         "mapa" => reg_of(func, src).map(ValueOp::Mapa),

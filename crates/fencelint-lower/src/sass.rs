@@ -16,12 +16,15 @@
 
 mod table;
 
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
 use rustc_hash::FxHashMap;
 
 use fencelint_diagnostics::Diagnostic;
 use fencelint_ir::{
     AddrBase, Address, AddressRole, AsyncOp, Control, Function, Guard, Inst, InstId, InstKind,
-    Module, Reg, Regs, SourceLocation, Tcgen05Op, ValueOp,
+    Module, Name, Reg, Regs, SourceLocation, Tcgen05Op, ValueOp,
 };
 pub use fencelint_sass::Arch;
 use fencelint_sass::{
@@ -99,8 +102,41 @@ struct OpcodeFacts {
 #[derive(Default)]
 struct OpcodeCache {
     /// The index in `facts` of each opcode seen.
-    index: FxHashMap<Box<str>, u32>,
+    index: HashMap<Box<str>, u32, BuildHasherDefault<OpcodeHasher>>,
     facts: Vec<OpcodeFacts>,
+}
+
+/// Hashes an opcode from its length and its first and last eight bytes, in constant time: a
+/// listing's opcodes differ in those (`LDG.E.64.STRONG.GPU`, `LDG.E.64.STRONG.SYS`), and a
+/// collision costs only a string comparison. Hashing every byte was a quarter of lowering.
+#[derive(Default)]
+struct OpcodeHasher(u64);
+
+impl Hasher for OpcodeHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let word = |chunk: &[u8]| {
+            let mut array = [0u8; 8];
+            array[..chunk.len()].copy_from_slice(chunk);
+            u64::from_le_bytes(array)
+        };
+        let (head, tail) = if bytes.len() <= 8 {
+            (word(bytes), 0)
+        } else {
+            (word(&bytes[..8]), word(&bytes[bytes.len() - 8..]))
+        };
+        // Multiplicative mixing of each word (the constants are odd and of high entropy).
+        let mixed = (head ^ self.0).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29)
+            ^ (tail ^ bytes.len() as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+        self.0 = mixed;
+    }
+
+    fn write_u8(&mut self, byte: u8) {
+        self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 32)
+    }
 }
 
 /// The most opcodes kept by a thread; past it the cache starts again (fuzzed or damaged input
@@ -185,6 +221,9 @@ struct Lowering {
     func: Function,
     /// `REGS_PER_FILE * file + index` to `Reg + 1` (0: not interned yet).
     dense: Vec<u32>,
+    /// The names of the constant banks (`c[0x0]`) and slots (`c[0x0][0x210]`) used so far:
+    /// a kernel reads the same parameter slots many times.
+    names: FxHashMap<(u32, Option<i64>), Name>,
 }
 
 /// Register numbers below this are cached densely (`R0..R254`, `UR0..UR63`, `P0..P6`).
@@ -204,7 +243,18 @@ const fn dense_file(file: RegFile) -> Option<usize> {
 
 impl Lowering {
     fn new(func: Function) -> Self {
-        Self { func, dense: vec![0; 4 * REGS_PER_FILE] }
+        Self { func, dense: vec![0; 4 * REGS_PER_FILE], names: FxHashMap::default() }
+    }
+
+    /// The name of constant bank `bank` (`c[0x4]`), or of its slot at `offset` (`c[0x0][0x210]`).
+    fn name(&mut self, bank: u32, offset: Option<i64>) -> Name {
+        self.names
+            .entry((bank, offset))
+            .or_insert_with(|| match offset {
+                None => format!("c[{bank:#x}]").into(),
+                Some(offset) => format!("c[{bank:#x}][{offset:#x}]").into(),
+            })
+            .clone()
     }
 
     /// The IR register of `reg` (interned under its spelling, `R2`), or `None` for the zero and
@@ -239,14 +289,12 @@ fn lower_function(
         is_kernel(func, text, format),
         func.range.shifted(base),
     ));
-    let kept: Vec<&SassInst<'_>> = func
-        .instructions
-        .iter()
-        .filter(|i| !i.guard.is_some_and(fencelint_sass::Guard::is_never))
-        .collect();
-    let addresses: Vec<u64> = kept.iter().map(|i| i.address).collect();
-    out.func.insts.reserve_exact(kept.len());
-    for inst in &kept {
+    let kept = || {
+        func.instructions.iter().filter(|i| !i.guard.is_some_and(fencelint_sass::Guard::is_never))
+    };
+    let addresses: Vec<u64> = kept().map(|i| i.address).collect();
+    out.func.insts.reserve_exact(addresses.len());
+    for inst in kept() {
         let facts = cache.get(table, inst.opcode);
         let lowered = lower_inst(&mut out, inst, facts, table, &addresses, &func.labels, base);
         out.func.insts.push(lowered);
@@ -432,16 +480,17 @@ const SCALES: [&str; 4] = ["X2", "X4", "X8", "X16"];
 
 /// An IR address from the inside of `[...]`.
 fn ir_address(func: &mut Lowering, address: &fencelint_sass::Address) -> Address {
-    let regs: Vec<RegRef> = address.regs().filter(|r| !r.reg.is_zero()).collect();
+    let regs = || address.regs().filter(|r| !r.reg.is_zero());
     // A scaled index (`[R2.X4+URZ]`) is not the register's value.
-    let scaled = regs.iter().any(|r| SCALES.iter().any(|scale| r.suffix == *scale));
-    let base = match regs.as_slice() {
-        [] => AddrBase::Absolute,
-        [reg] if !scaled => match func.reg(reg.reg) {
+    let scaled = regs().any(|r| SCALES.iter().any(|scale| r.suffix == *scale));
+    let mut nonzero = regs();
+    let base = match (nonzero.next(), nonzero.next()) {
+        (None, _) => AddrBase::Absolute,
+        (Some(reg), None) if !scaled => match func.reg(reg.reg) {
             Some(reg) => AddrBase::Reg(reg),
             None => AddrBase::Complex(Vec::new()),
         },
-        _ => AddrBase::Complex(regs.iter().filter_map(|r| func.reg(r.reg)).collect()),
+        _ => AddrBase::Complex(regs().filter_map(|r| func.reg(r.reg)).collect()),
     };
     Address { base, offset: address.offset }
 }
@@ -449,7 +498,7 @@ fn ir_address(func: &mut Lowering, address: &fencelint_sass::Address) -> Address
 fn const_address(func: &mut Lowering, c: &ConstOperand) -> Address {
     match c.bank {
         ConstBank::Index(bank) if c.addr.regs().all(|r| r.reg.is_zero()) => {
-            Address { base: AddrBase::Symbol(format!("c[{bank:#x}]")), offset: c.addr.offset }
+            Address { base: AddrBase::Symbol(func.name(bank, None)), offset: c.addr.offset }
         }
         _ => {
             let mut address = ir_address(func, &c.addr);
@@ -471,13 +520,11 @@ fn const_address(func: &mut Lowering, c: &ConstOperand) -> Address {
 }
 
 fn set_addresses(func: &mut Lowering, out: &mut Inst, operands: &[Operand<'_>]) {
-    let mems: Vec<&MemOperand> = operands.iter().filter_map(Operand::mem).collect();
+    let mems = || operands.iter().filter_map(Operand::mem);
     let primary = match &out.kind {
         // tcgen05 operations name tensor memory; `UTCHMMA` lists its matrix descriptors first.
-        InstKind::Tcgen05(_) => {
-            mems.iter().find(|m| m.prefix == MemPrefix::Tmem).or(mems.first()).copied()
-        }
-        _ => mems.first().copied(),
+        InstKind::Tcgen05(_) => mems().find(|m| m.prefix == MemPrefix::Tmem).or(mems().next()),
+        _ => mems().next(),
     };
     match primary {
         Some(mem) => out.address = Some(ir_address(func, &mem.addr)),
@@ -491,7 +538,7 @@ fn set_addresses(func: &mut Lowering, out: &mut Inst, operands: &[Operand<'_>]) 
         None => {}
     }
     if let InstKind::Async(AsyncOp::Bulk { .. }) = out.kind
-        && let Some(src) = mems.get(1)
+        && let Some(src) = mems().nth(1)
     {
         let address = ir_address(func, &src.addr);
         out.extra_addresses.push((AddressRole::Source, address));
@@ -502,11 +549,11 @@ fn set_addresses(func: &mut Lowering, out: &mut Inst, operands: &[Operand<'_>]) 
     }
 }
 
-/// The name of a constant-bank slot: `c[0x0][0x210]`.
-fn const_slot(c: &ConstOperand) -> Option<(u32, String)> {
+/// The bank and name of a constant-bank slot: `c[0x0][0x210]`.
+fn const_slot(func: &mut Lowering, c: &ConstOperand) -> Option<(u32, Name)> {
     match c.bank {
         ConstBank::Index(bank) if c.addr.regs().all(|r| r.reg.is_zero()) => {
-            Some((bank, format!("c[{bank:#x}][{:#x}]", c.addr.offset)))
+            Some((bank, func.name(bank, Some(c.addr.offset))))
         }
         _ => None,
     }
@@ -523,7 +570,7 @@ fn source_value(func: &mut Lowering, operand: &Operand<'_>) -> Option<ValueOp> {
         OperandKind::Reg(reg) if is_predicate(reg.reg) => None,
         OperandKind::Reg(reg) => func.reg(reg.reg).map(ValueOp::Copy),
         OperandKind::Imm(value) => Some(ValueOp::Imm(*value)),
-        OperandKind::Const(c) => const_slot(c).map(|(bank, slot)| {
+        OperandKind::Const(c) => const_slot(func, c).map(|(bank, slot)| {
             if bank == 0 { ValueOp::Param(slot) } else { ValueOp::SymbolAddr(slot) }
         }),
         _ => None,
@@ -557,13 +604,14 @@ fn value_op(func: &mut Lowering, rule: ValueRule, operands: &[Operand<'_>]) -> O
             }
         }
         ValueRule::Add3 => {
-            let sources: Vec<Operand<'_>> = operands
+            // The three terms after the destination and any carry-out predicates.
+            let skip = operands
                 .iter()
                 .skip(1)
-                .skip_while(|o| o.reg().is_some_and(|r| is_predicate(r.reg)))
-                .copied()
-                .collect();
-            if sources.len() == 3 { sum_value(func, &sources) } else { None }
+                .take_while(|o| o.reg().is_some_and(|r| is_predicate(r.reg)))
+                .count();
+            let sources = operands.get(1 + skip..)?;
+            if sources.len() == 3 { sum_value(func, sources) } else { None }
         }
         ValueRule::Add => {
             let sources = operands.get(1..)?;

@@ -34,7 +34,8 @@ impl Rule for AcquireInPollLoop {
                 continue;
             }
             let Some(spin) = spin_loop(analysis, lp) else { continue };
-            for id in lp.insts(analysis) {
+            // Acquires are memory or ordering instructions.
+            for id in lp.memory_insts(analysis) {
                 let Some(cost) = per_iteration_acquire(analysis.func.inst(id)) else { continue };
                 let poll = if spin.polls.contains(&id) {
                     Some(id)
@@ -58,7 +59,8 @@ impl Rule for AcquireInPollLoop {
 /// slices of their exits are never asked for.
 fn may_report(analysis: &FunctionAnalysis<'_>, lp: &Loop) -> bool {
     let mut acquires = false;
-    for id in lp.insts(analysis) {
+    // Accesses and acquires are memory or ordering instructions.
+    for id in lp.memory_insts(analysis) {
         let inst = analysis.func.inst(id);
         let kind = &inst.kind;
         if (kind.reads_memory() || kind.writes_memory()) && polled(inst).is_none() {
@@ -100,7 +102,7 @@ fn spin_loop(analysis: &FunctionAnalysis<'_>, lp: &Loop) -> Option<Spin> {
     }
     // Any other access in the loop (data read or written per iteration) may need the acquire
     // of that iteration.
-    let only_polls = lp.insts(analysis).all(|id| {
+    let only_polls = lp.memory_insts(analysis).all(|id| {
         let kind = &func.inst(id).kind;
         polls.contains(&id) || !(kind.reads_memory() || kind.writes_memory())
     });

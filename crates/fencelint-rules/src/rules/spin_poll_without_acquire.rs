@@ -86,7 +86,7 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
     // The exits' slices stay inside the loop: without a read that may be a poll among its
     // instructions, the loop has no poll, and the slices are not computed.
     let candidate = lp
-        .insts(analysis)
+        .memory_insts(analysis)
         .any(|id| polled_access(func.inst(id)).is_some_and(|mem| may_be_poll(mem, sass)));
     if !candidate {
         return Vec::new();
@@ -167,7 +167,8 @@ fn acquired_before_branch(
     required: Scope,
 ) -> bool {
     let Some(lp) = analysis.innermost_loop(load) else { return false };
-    lp.insts(analysis).any(|id| {
+    // An acquire is a memory or ordering instruction.
+    lp.memory_insts(analysis).any(|id| {
         id != load
             && analysis.dominates(load, id)
             && analysis.dominates(id, branch)
@@ -218,13 +219,10 @@ fn unordered_reads(analysis: &FunctionAnalysis<'_>, lp: &Loop, poll: &Poll) -> V
             InstKind::Multimem { op: MultimemOp::LdReduce, .. } => true,
             _ => false,
         };
-        if !reads || (lp.contains_inst(analysis, id) && id <= poll.branch) {
+        if !reads || (id <= poll.branch && lp.contains_inst(analysis, id)) {
             return false;
         }
-        let same_flag = match (&flag, &inst.address) {
-            (Some(flag), Some(address)) => analysis.address_key(id, address).same_as(flag),
-            _ => false,
-        };
+        let same_flag = flag.as_ref().is_some_and(|flag| analysis.inst_address_is(id, flag));
         !same_flag
     };
     let is_blocker = |id: InstId| is_acquire(analysis, id, poll.load, poll.required);

@@ -112,7 +112,7 @@ fn tma_map(analysis: &FunctionAnalysis<'_>, id: InstId) -> Option<MapUse> {
     let recorded = inst.extra_address(AddressRole::Tensormap)?;
     // The map operand is recorded by name; a register name is resolved to the register.
     let address = match &recorded.base {
-        AddrBase::Symbol(name) => match analysis.func.regs.iter().position(|r| r == name) {
+        AddrBase::Symbol(name) => match analysis.func.regs.iter().position(|r| **r == **name) {
             Some(index) => {
                 Address { base: AddrBase::Reg(Reg(index as u32)), offset: recorded.offset }
             }
@@ -131,7 +131,7 @@ fn tma_map(analysis: &FunctionAnalysis<'_>, id: InstId) -> Option<MapUse> {
 /// which the kernel cannot write, and a map whose address has no single known origin.
 fn is_untracked_map(analysis: &FunctionAnalysis<'_>, map: &AddrKey) -> bool {
     match &map.root {
-        AddrRoot::Symbol(name) => analysis.func.params.iter().any(|p| p == name),
+        AddrRoot::Symbol(name) => analysis.func.params.iter().any(|p| **p == **name),
         AddrRoot::Unknown(_) => true,
         _ => false,
     }
