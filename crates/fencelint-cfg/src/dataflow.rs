@@ -1,6 +1,8 @@
 //! Demand-driven data flow: reaching definitions, backward slices, guarded reachability.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashSet;
 
 use fencelint_ir::{InstId, InstKind, Reg};
 
@@ -69,7 +71,8 @@ impl FunctionAnalysis<'_> {
     fn walk_reaching_defs(&self, at: InstId, reg: Reg) -> Reach {
         let cfg = &self.cfg;
         let mut reach = Reach::default();
-        let mut defs = BTreeSet::new();
+        // Sorted and deduplicated at the end: a walk finds few definitions.
+        let mut defs = Vec::new();
         let mut seen = self.visited(&self.reach_marks);
         let mut steps = 0usize;
 
@@ -90,7 +93,7 @@ impl FunctionAnalysis<'_> {
             steps += 1 + (to - from);
             let mut killed = false;
             for &id in sites[from..to].iter().rev() {
-                defs.insert(id);
+                defs.push(id);
                 if self.func.inst(id).guard.is_none() {
                     killed = true;
                     break;
@@ -114,7 +117,9 @@ impl FunctionAnalysis<'_> {
                 reach.from_entry = true;
             }
         }
-        reach.defs = defs.into_iter().collect();
+        defs.sort_unstable();
+        defs.dedup();
+        reach.defs = defs;
         reach
     }
 
@@ -139,8 +144,8 @@ impl FunctionAnalysis<'_> {
         let Some(guard) = self.func.inst(branch).guard else {
             return Vec::new();
         };
-        let mut found = BTreeSet::new();
-        let mut visited = BTreeSet::new();
+        let mut found = Vec::new();
+        let mut visited = FxHashSet::default();
         let mut queue = VecDeque::from([(branch, guard.reg)]);
         let mut steps = 0usize;
         while let Some((at, reg)) = queue.pop_front() {
@@ -163,7 +168,7 @@ impl FunctionAnalysis<'_> {
                         InstKind::Mbarrier(fencelint_ir::MbarrierOp::Wait { .. })
                     );
                 if is_read {
-                    found.insert(def);
+                    found.push(def);
                     continue;
                 }
                 for &used in &inst.uses {
@@ -171,7 +176,9 @@ impl FunctionAnalysis<'_> {
                 }
             }
         }
-        found.into_iter().collect()
+        found.sort_unstable();
+        found.dedup();
+        found
     }
 
     /// Instructions satisfying `is_target` that can execute after `from` on a path that meets no

@@ -307,7 +307,12 @@ impl Suffix {
     }
 
     pub fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("")
+        std::str::from_utf8(self.as_bytes()).unwrap_or("")
+    }
+
+    /// The suffix's bytes (ASCII, see [`Suffix::new`]).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
     }
 
     pub fn is_empty(&self) -> bool {
@@ -329,13 +334,13 @@ impl fmt::Display for Suffix {
 
 impl PartialEq<str> for Suffix {
     fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
+        self.as_bytes() == other.as_bytes()
     }
 }
 
 impl PartialEq<&str> for Suffix {
     fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
+        self.as_bytes() == other.as_bytes()
     }
 }
 

@@ -30,7 +30,8 @@ impl Rule for CostlyFence {
         let analysis = cx.analysis;
         let is_sass = cx.module.dialect == Some(Dialect::Sass);
         let mut alias_fences = Vec::new();
-        for id in analysis.func.ids() {
+        // Only memory and ordering instructions can match (`FunctionAnalysis::memory_insts`).
+        for &id in analysis.memory_insts() {
             let alias = if is_sass {
                 sass_alias_fence(analysis, id)
             } else {

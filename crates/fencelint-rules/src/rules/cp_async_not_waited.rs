@@ -34,8 +34,9 @@ impl Rule for CpAsyncNotWaited {
 
     fn check_function(&self, cx: &mut FunctionCx<'_>) {
         let analysis = cx.analysis;
-        let func = analysis.func;
-        let copies: Vec<AsyncCopy> = func.ids().filter_map(|id| copy_of(analysis, id)).collect();
+        // Only memory and ordering instructions can match (`FunctionAnalysis::memory_insts`).
+        let copies: Vec<AsyncCopy> =
+            analysis.memory_insts().iter().filter_map(|&id| copy_of(analysis, id)).collect();
         if copies.is_empty() {
             return;
         }

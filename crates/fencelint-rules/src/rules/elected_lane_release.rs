@@ -28,7 +28,8 @@ impl Rule for ElectedLaneRelease {
     fn check_function(&self, cx: &mut FunctionCx<'_>) {
         let analysis = cx.analysis;
         let func = analysis.func;
-        for arrive in func.ids() {
+        // Only memory and ordering instructions can match (`FunctionAnalysis::memory_insts`).
+        for &arrive in analysis.memory_insts() {
             if !matches!(func.inst(arrive).kind, InstKind::Mbarrier(MbarrierOp::Arrive { .. })) {
                 continue;
             }
@@ -62,7 +63,7 @@ fn objects_read_after_waits(analysis: &FunctionAnalysis<'_>, arrive: InstId) -> 
             if matches!(mem.space, Space::Global | Space::SharedCta | Space::SharedCluster | Space::Generic))
     };
     let mut objects = Vec::new();
-    for wait in func.ids() {
+    for &wait in analysis.memory_insts() {
         let inst = func.inst(wait);
         if !matches!(inst.kind, InstKind::Mbarrier(MbarrierOp::Wait { .. })) {
             continue;

@@ -30,7 +30,8 @@ impl Rule for MbarrierInitNotFenced {
     fn check_function(&self, cx: &mut FunctionCx<'_>) {
         let analysis = cx.analysis;
         let func = analysis.func;
-        for init in func.ids() {
+        // Only memory and ordering instructions can match (`FunctionAnalysis::memory_insts`).
+        for &init in analysis.memory_insts() {
             let inst = func.inst(init);
             if !matches!(inst.kind, InstKind::Mbarrier(MbarrierOp::Init)) {
                 continue;

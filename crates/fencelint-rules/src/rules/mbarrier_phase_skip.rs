@@ -83,7 +83,8 @@ impl BarrierOps {
         let func = analysis.func;
         let mut arrives = Vec::new();
         let mut waits = Vec::new();
-        for id in func.ids() {
+        // Only memory and ordering instructions can match (`FunctionAnalysis::memory_insts`).
+        for &id in analysis.memory_insts() {
             let inst = func.inst(id);
             let is_arrive = match inst.kind {
                 InstKind::Mbarrier(MbarrierOp::Arrive { .. }) => true,

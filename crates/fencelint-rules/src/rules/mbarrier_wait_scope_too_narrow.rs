@@ -30,12 +30,13 @@ impl Rule for MbarrierWaitScopeTooNarrow {
     fn check_function(&self, cx: &mut FunctionCx<'_>) {
         let analysis = cx.analysis;
         let func = analysis.func;
+        // Only memory and ordering instructions can match (`FunctionAnalysis::memory_insts`).
         let releases: Vec<RemoteRelease> =
-            func.ids().filter_map(|id| remote_release(analysis, id)).collect();
+            analysis.memory_insts().iter().filter_map(|&id| remote_release(analysis, id)).collect();
         if releases.is_empty() {
             return;
         }
-        for wait in func.ids() {
+        for &wait in analysis.memory_insts() {
             let inst = func.inst(wait);
             let InstKind::Mbarrier(MbarrierOp::Wait { sem, scope, .. }) = inst.kind else {
                 continue;

@@ -28,7 +28,8 @@ impl Rule for Tcgen05AccessNotWaited {
         let analysis = cx.analysis;
         // In SASS `tcgen05.wait::ld` leaves no instruction, so only stores can be checked there.
         let sass = cx.module.dialect == Some(Dialect::Sass);
-        for access in analysis.func.ids() {
+        // Only memory and ordering instructions can match (`FunctionAnalysis::memory_insts`).
+        for &access in analysis.memory_insts() {
             let Some(kind) = access_kind(analysis, access) else { continue };
             if sass && kind == Access::Load {
                 continue;

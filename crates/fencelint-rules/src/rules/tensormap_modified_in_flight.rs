@@ -38,9 +38,11 @@ impl Rule for TensormapModifiedInFlight {
     fn check_function(&self, cx: &mut FunctionCx<'_>) {
         let analysis = cx.analysis;
         let func = analysis.func;
-        let uses: Vec<MapUse> = func
-            .ids()
-            .filter_map(|id| tma_map(analysis, id))
+        // Only memory and ordering instructions can match (`FunctionAnalysis::memory_insts`).
+        let uses: Vec<MapUse> = analysis
+            .memory_insts()
+            .iter()
+            .filter_map(|&id| tma_map(analysis, id))
             .filter(|map| !is_untracked_map(analysis, &map.key))
             .collect();
         if uses.is_empty() {
