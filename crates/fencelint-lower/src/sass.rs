@@ -314,7 +314,9 @@ fn intern_regs(func: &mut Lowering, reg: Register, count: u16, out: &mut Regs) {
         if next.is_special() {
             break;
         }
-        out.extend(func.reg(next));
+        if let Some(reg) = func.reg(next) {
+            out.push(reg);
+        }
     }
 }
 

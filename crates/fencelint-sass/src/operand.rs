@@ -47,6 +47,11 @@ pub(crate) fn scan_operands<'a>(
             }
             _ => {}
         }
+        if let Some((operand, end)) = plain_register(text, index, base) {
+            out.push(operand);
+            index = end;
+            continue;
+        }
         let start = index;
         let mut depth = 0u32;
         while index < len {
@@ -78,6 +83,35 @@ pub(crate) fn scan_operands<'a>(
         }
         out.push(parse_operand(&text[start..index], base + start));
     }
+}
+
+/// A register operand with no decoration (`R2`, `UR4`, `P0`, `PT`, `RZ`) at `start`, which
+/// most operands are, and the index after it: the result [`parse_operand`] gives for it,
+/// without classifying each byte. `None` for anything else, which the general path reads.
+fn plain_register(text: &str, start: usize, base: usize) -> Option<(Operand<'_>, usize)> {
+    let bytes = text.as_bytes();
+    if !matches!(bytes[start], b'R' | b'U' | b'P' | b'B') {
+        return None;
+    }
+    let mut end = start + 1;
+    while end < bytes.len() && bytes[end].is_ascii_alphanumeric() {
+        end += 1;
+    }
+    // The token must end where the general scanner ends it: at a separator, the `;` or the end.
+    if end < bytes.len() && !matches!(bytes[end], b',' | b' ' | b'\t' | b';') {
+        return None;
+    }
+    // No `.` in the token: the register has no suffix.
+    let reg = RegRef::plain(register(&bytes[start..end])?);
+    let operand = Operand {
+        kind: OperandKind::Reg(reg),
+        range: TextRange::from_usize(base + start, base + end),
+        neg: false,
+        invert: false,
+        abs: false,
+        reuse: false,
+    };
+    Some((operand, end))
 }
 
 const ORDINARY: u8 = 0;
@@ -253,7 +287,12 @@ pub(crate) fn parse_reg(text: &str) -> Option<RegRef> {
         Some(suffix) if !suffix.is_empty() => Suffix::new(suffix)?,
         Some(_) => return None,
     };
-    let (file, digits) = match &bytes[..dot] {
+    Some(RegRef { reg: register(&bytes[..dot])?, suffix })
+}
+
+/// Reads a register name without suffix: `R2`, `URZ`, `UP0`, `PT`, `B1`, `SB0`, `gsb0`.
+fn register(name: &[u8]) -> Option<Register> {
+    let (file, digits) = match name {
         b"RZ" => (RegFile::R, None),
         b"URZ" => (RegFile::UR, None),
         b"PT" => (RegFile::P, None),
@@ -273,7 +312,7 @@ pub(crate) fn parse_reg(text: &str) -> Option<RegRef> {
         None => Register::SPECIAL,
         Some(digits) => parse_small(digits)?,
     };
-    Some(RegRef { reg: Register::new(file, index), suffix })
+    Some(Register::new(file, index))
 }
 
 /// Reads up to four decimal digits.
@@ -722,5 +761,31 @@ mod tests {
         assert_eq!((ops.len(), stop), (1, Stop::Semicolon(9)));
         let (ops, stop) = scan("R1, R2 // expect: [rule]");
         assert_eq!((ops.len(), stop), (2, Stop::Comment(7)));
+    }
+
+    /// The shortcut for plain registers ends each token where the general scanner does and reads
+    /// it as `parse_operand` does; tokens that only start like a register go the general way.
+    #[test]
+    fn plain_registers_read_as_any_operand() {
+        let cases: [(&str, &[&str]); 8] = [
+            ("R2, UR4, PT, RZ, P0, UP1, B3 ;", &["R2", "UR4", "PT", "RZ", "P0", "UP1", "B3"]),
+            ("R1,R2\tR3 ;", &["R1", "R2", "R3"]),
+            ("R6.reuse, R2.64, R2/R3 ;", &["R6.reuse", "R2.64", "R2/R3"]),
+            ("R12345, RX, Rfoo, R2[0x4], PR ;", &["R12345", "RX", "Rfoo", "R2[0x4]", "PR"]),
+            ("R1//c", &["R1"]),
+            ("R1/*c*/", &["R1"]),
+            ("UR4", &["UR4"]),
+            ("P0;", &["P0"]),
+        ];
+        for (line, tokens) in cases {
+            let (ops, _) = scan(line);
+            let texts: Vec<&str> = ops.iter().map(|o| &line[o.range.to_usize()]).collect();
+            assert_eq!(texts, tokens, "{line}");
+            for op in &ops {
+                let start = op.range.start as usize;
+                assert_eq!(*op, parse_operand(&line[op.range.to_usize()], start), "{line}");
+            }
+        }
+        assert_eq!(scan("R12345 ;").0[0].kind, OperandKind::Other("R12345"));
     }
 }
