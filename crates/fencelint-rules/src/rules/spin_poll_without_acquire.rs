@@ -33,13 +33,14 @@ impl Rule for SpinPollWithoutAcquire {
         let mut findings: BTreeMap<InstId, (Poll, usize, usize)> = BTreeMap::new();
         let mut seen_polls = Vec::new();
         let sass = cx.module.dialect == Some(Dialect::Sass);
+        let mut walks = Walks::new(analysis);
         for lp in analysis.loops() {
             for poll in polls_of(analysis, lp, sass) {
                 if seen_polls.contains(&poll.load) {
                     continue;
                 }
                 seen_polls.push(poll.load);
-                let reads = unordered_reads(analysis, lp, &poll);
+                let reads = unordered_reads(analysis, lp, &poll, &mut walks);
                 let Some(&first) = reads.first() else { continue };
                 let entry = findings.entry(first).or_insert((poll, reads.len(), 0));
                 entry.2 += 1;
@@ -204,30 +205,74 @@ fn same_address(analysis: &FunctionAnalysis<'_>, id: InstId, poll: InstId) -> bo
     analysis.address_key(id, a).same_as(&analysis.address_key(poll, b))
 }
 
+/// Whether `inst` may read published data: a weak, coherent load of shareable memory, or a
+/// multimem load. Strong reads are other synchronization variables, and `.nc` loads may only
+/// read data that no thread writes during the kernel.
+fn reads_published(inst: &Inst) -> bool {
+    match &inst.kind {
+        InstKind::Load(mem) => mem.space.is_shareable() && !mem.is_strong() && !mem.non_coherent,
+        InstKind::Multimem { op: MultimemOp::LdReduce, .. } => true,
+        _ => false,
+    }
+}
+
+/// The walks after loop exits, shared between polls where they are the same walk.
+///
+/// A walk's blockers ([`is_acquire`]) depend on the poll only through acquire loads of the
+/// polled address. In a function with no acquire load or atomic (every SASS function: the
+/// semantics table makes no load an acquire, SASS shows one as the `CCTL.IVALL` after it), the
+/// walk from an exit block at a required scope reaches
+/// the same published reads, in the same order, for every poll: it is walked once and each
+/// poll filters the reads (its own flag, the loop's part before its branch).
+struct Walks {
+    shared: bool,
+    reads: BTreeMap<(fencelint_cfg::BlockId, Scope), Vec<InstId>>,
+}
+
+impl Walks {
+    fn new(analysis: &FunctionAnalysis<'_>) -> Self {
+        let acquire_access =
+            analysis.memory_insts().iter().any(|&id| match &analysis.func.inst(id).kind {
+                InstKind::Load(mem) | InstKind::Atomic { mem, returns: true } => {
+                    mem.sem.has_acquire()
+                }
+                _ => false,
+            });
+        Self { shared: !acquire_access, reads: BTreeMap::new() }
+    }
+}
+
 /// Reads of published memory reachable after the loop exit with no acquire on the way.
-fn unordered_reads(analysis: &FunctionAnalysis<'_>, lp: &Loop, poll: &Poll) -> Vec<InstId> {
+fn unordered_reads(
+    analysis: &FunctionAnalysis<'_>,
+    lp: &Loop,
+    poll: &Poll,
+    walks: &mut Walks,
+) -> Vec<InstId> {
     let func = analysis.func;
     let flag = func.inst(poll.load).address.as_ref().map(|a| analysis.address_key(poll.load, a));
-    let is_target = |id: InstId| {
-        let inst = func.inst(id);
-        // Published data is read with weak loads. Strong reads are other synchronization
-        // variables, and `.nc` loads may only read data that no thread writes during the kernel.
-        let reads = match &inst.kind {
-            InstKind::Load(mem) => {
-                mem.space.is_shareable() && !mem.is_strong() && !mem.non_coherent
-            }
-            InstKind::Multimem { op: MultimemOp::LdReduce, .. } => true,
-            _ => false,
-        };
-        if !reads || (id <= poll.branch && lp.contains_inst(analysis, id)) {
+    let is_target = |&id: &InstId| {
+        if id <= poll.branch && lp.contains_inst(analysis, id) {
             return false;
         }
         let same_flag = flag.as_ref().is_some_and(|flag| analysis.inst_address_is(id, flag));
         !same_flag
     };
-    let is_blocker = |id: InstId| is_acquire(analysis, id, poll.load, poll.required);
-    // Targets are loads and blockers fences, barriers and acquire loads: memory instructions.
-    analysis.reachable_avoiding_memory(Point::BlockStart(poll.exit_to), is_target, is_blocker)
+    let walk = || {
+        let is_blocker = |id: InstId| is_acquire(analysis, id, poll.load, poll.required);
+        // Targets are loads and blockers fences, barriers and acquire loads: memory instructions.
+        analysis.reachable_avoiding_memory(
+            Point::BlockStart(poll.exit_to),
+            |id| reads_published(func.inst(id)),
+            is_blocker,
+        )
+    };
+    if walks.shared {
+        let reads = walks.reads.entry((poll.exit_to, poll.required)).or_insert_with(walk);
+        reads.iter().copied().filter(is_target).collect()
+    } else {
+        walk().into_iter().filter(is_target).collect()
+    }
 }
 
 fn report(cx: &mut FunctionCx<'_>, poll: &Poll, read: InstId, n_reads: usize, n_polls: usize) {
