@@ -80,11 +80,13 @@ impl FunctionAnalysis<'_> {
         // definitions of `reg` inside a block are looked at (found by binary search in the
         // sorted definition sites), so a block without one costs a step, not its length.
         let sites = self.def_sites(reg);
-        let mut work: Vec<(BlockId, Option<InstId>)> = vec![(cfg.block_of(at), Some(at))];
+        let may_define = self.block_may_define_fn(reg);
+        let mut work: Vec<(BlockId, Option<InstId>)> = Vec::with_capacity(16);
+        work.push((cfg.block_of(at), Some(at)));
         while let Some((block, before)) = work.pop() {
             let range = &cfg.block(block).insts;
             let end = before.map_or(range.end, |b| b.0.clamp(range.start, range.end));
-            let (from, to) = if self.block_may_define(block, reg) {
+            let (from, to) = if may_define(block) {
                 let from = sites.partition_point(|id| id.0 < range.start);
                 (from, from + sites[from..].partition_point(|id| id.0 < end))
             } else {

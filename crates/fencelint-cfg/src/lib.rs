@@ -281,12 +281,11 @@ impl<'f> FunctionAnalysis<'f> {
         sites.get(reg.0 as usize).map_or(&[], Vec::as_slice)
     }
 
-    /// Whether `block` may define `reg` (false only when it certainly does not).
-    pub(crate) fn block_may_define(&self, block: BlockId, reg: Reg) -> bool {
-        self.block_defs
-            .get_or_init(|| BlockDefs::build(self.func, &self.cfg))
-            .as_ref()
-            .is_none_or(|defs| defs.defines(block, reg))
+    /// Whether a block may define `reg` (false only when it certainly does not), as a test
+    /// that a walk asks for each block it passes.
+    pub(crate) fn block_may_define_fn(&self, reg: Reg) -> impl Fn(BlockId) -> bool + '_ {
+        let defs = self.block_defs.get_or_init(|| BlockDefs::build(self.func, &self.cfg)).as_ref();
+        move |block| defs.is_none_or(|defs| defs.defines(block, reg))
     }
 
     /// Whether instruction `a` executes before `b` on every path to `b`.
