@@ -39,6 +39,9 @@ struct Origin {
 impl FunctionAnalysis<'_> {
     /// The definitions of `reg` that reach the use in `at` (searching strictly before `at`).
     pub fn reaching_defs(&self, at: InstId, reg: Reg) -> Reach {
+        // The walk starts here: `at`, or the top of its block when the block defines `reg`
+        // nowhere before `at` (the same walk, shared by every such use in the block).
+        let mut from = at;
         // Fast paths: most registers are defined once (nvcc's PTX is close to SSA form).
         match self.def_sites(reg) {
             [] => return Reach { defs: Vec::new(), from_entry: true },
@@ -52,19 +55,21 @@ impl FunctionAnalysis<'_> {
                 // that reaches (most uses read a register written a few instructions before).
                 let start = self.cfg.block(self.cfg.block_of(at)).insts.start;
                 let before = sites.partition_point(|id| id.0 < at.0);
-                if let Some(&def) = before.checked_sub(1).map(|i| &sites[i])
-                    && def.0 >= start
-                    && self.func.inst(def).guard.is_none()
-                {
-                    return Reach { defs: vec![def], from_entry: false };
+                match before.checked_sub(1).map(|i| sites[i]) {
+                    Some(def) if def.0 >= start => {
+                        if self.func.inst(def).guard.is_none() {
+                            return Reach { defs: vec![def], from_entry: false };
+                        }
+                    }
+                    _ => from = InstId(start),
                 }
             }
         }
-        if let Some(reach) = self.reaches.borrow().get(&(at, reg)) {
+        if let Some(reach) = self.reaches.borrow().get(&(from, reg)) {
             return reach.clone();
         }
-        let reach = self.walk_reaching_defs(at, reg);
-        self.reaches.borrow_mut().insert((at, reg), reach.clone());
+        let reach = self.walk_reaching_defs(from, reg);
+        self.reaches.borrow_mut().insert((from, reg), reach.clone());
         reach
     }
 
