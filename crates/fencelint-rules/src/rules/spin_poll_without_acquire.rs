@@ -221,9 +221,9 @@ fn reads_published(inst: &Inst) -> bool {
 /// A walk's blockers ([`is_acquire`]) depend on the poll only through acquire loads of the
 /// polled address. In a function with no acquire load or atomic (every SASS function: the
 /// semantics table makes no load an acquire, SASS shows one as the `CCTL.IVALL` after it), the
-/// walk from an exit block at a required scope reaches
-/// the same published reads, in the same order, for every poll: it is walked once and each
-/// poll filters the reads (its own flag, the loop's part before its branch).
+/// walk from an exit block at a required scope reaches the same published reads, in the same
+/// order, for every poll: it is walked once and each poll filters the reads (its own flag, the
+/// loop's part before its branch).
 struct Walks {
     shared: bool,
     reads: BTreeMap<(fencelint_cfg::BlockId, Scope), Vec<InstId>>,
