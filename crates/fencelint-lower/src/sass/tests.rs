@@ -361,3 +361,19 @@ fn the_opcode_cache_answers_like_the_table_past_its_size() {
         check(&mut cache, opcode);
     }
 }
+
+/// Opcodes that differ only between their first and last eight bytes hash apart, so damaged
+/// input spelling thousands of them does not pile them into one bucket of the opcode cache.
+#[test]
+fn the_opcode_hash_reads_every_byte() {
+    use std::hash::Hasher;
+    let hash = |opcode: &str| {
+        let mut hasher = super::OpcodeHasher::default();
+        hasher.write(opcode.as_bytes());
+        hasher.finish()
+    };
+    assert_ne!(hash("LDG.E.64.STRONG.GPU"), hash("LDG.E.64.STRONG.SYS"));
+    let hashes: std::collections::HashSet<u64> =
+        (0..4096).map(|n| hash(&format!("AAAAAAAA.{n:05}.BBBBBBBB"))).collect();
+    assert_eq!(hashes.len(), 4096);
+}
