@@ -3,10 +3,18 @@
 //! - `reachable_avoiding_memory` tests only memory and ordering instructions; for predicates
 //!   that only such instructions satisfy it must answer like `reachable_avoiding`, which tests
 //!   every instruction (from every memory instruction and every block start);
+//! - `reachable_avoiding` tests each instruction once (a walk that comes back to its first block
+//!   tests only what its first visit skipped); it must answer like a walk that tests every
+//!   instruction of every visit and drops repeated targets;
 //! - `reaching_defs` skips blocks by a per-block register set and searches definition sites;
-//!   it must answer like a backward scan of every instruction (for every register use).
+//!   it must answer like a backward scan of every instruction (for every register use);
+//! - the CFG's successor and predecessor arrays, `innermost_loop`'s table and
+//!   `Loop::memory_insts` must give what petgraph, a scan of every loop and a filter of
+//!   `Loop::insts` give.
 
 use std::path::Path;
+
+use std::collections::{BTreeSet, VecDeque};
 
 use fencelint_cfg::{BlockId, FunctionAnalysis, Point, Reach};
 use fencelint_ir::{Function, InstId, InstKind, Reg};
@@ -69,6 +77,114 @@ fn the_memory_walk_answers_like_the_full_walk() {
     });
     // The fixtures have loads after fences and barriers: the comparison is not vacuous.
     assert!(compared > 1000 && nonempty > 100, "{compared} walks, {nonempty} with reads");
+}
+
+/// The targets reachable from `from` on paths that meet no blocker, in the order a
+/// breadth-first walk over blocks finds them: every visit of a block tests all of it from its
+/// start (or from after the start instruction), and a target found again is dropped.
+fn plain_reachable_avoiding(
+    analysis: &FunctionAnalysis<'_>,
+    from: Point,
+    is_target: impl Fn(InstId) -> bool,
+    is_blocker: impl Fn(InstId) -> bool,
+) -> Vec<InstId> {
+    let cfg = &analysis.cfg;
+    let (mut found, mut found_set) = (Vec::new(), BTreeSet::new());
+    let mut seen = vec![false; cfg.blocks.len()];
+    let mut work = match from {
+        Point::After(inst) => VecDeque::from([(cfg.block_of(inst), Some(inst))]),
+        Point::BlockStart(block) => {
+            seen[block.index()] = true;
+            VecDeque::from([(block, None)])
+        }
+    };
+    while let Some((block, after)) = work.pop_front() {
+        let insts = &cfg.block(block).insts;
+        let start = after.map_or(insts.start, |a| (a.0 + 1).max(insts.start)).min(insts.end);
+        let mut blocked = false;
+        for id in (start..insts.end).map(InstId) {
+            if is_target(id) && found_set.insert(id) {
+                found.push(id);
+            }
+            if is_blocker(id) {
+                blocked = true;
+                break;
+            }
+        }
+        if blocked {
+            continue;
+        }
+        for succ in cfg.successors(block) {
+            if !std::mem::replace(&mut seen[succ.index()], true) {
+                work.push_back((succ, None));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_walk_answers_like_a_walk_that_tests_every_visit() {
+    let mut compared = 0usize;
+    let mut nonempty = 0usize;
+    each_function(|path, func| {
+        let analysis = FunctionAnalysis::new(func);
+        let is_target = |id: InstId| func.inst(id).kind.reads_memory();
+        let is_blocker =
+            |id: InstId| matches!(func.inst(id).kind, InstKind::Fence(_) | InstKind::Barrier(_));
+        // From after every instruction: the starts whose block a loop can lead back to.
+        for from in func.ids().map(Point::After) {
+            let expected = plain_reachable_avoiding(&analysis, from, is_target, is_blocker);
+            let got = analysis.reachable_avoiding(from, is_target, is_blocker);
+            assert_eq!(got, expected, "{} {} from {from:?}", path.display(), func.name);
+            compared += 1;
+            nonempty += usize::from(!got.is_empty());
+        }
+    });
+    assert!(compared > 10_000 && nonempty > 1_000, "{compared} walks, {nonempty} with reads");
+}
+
+#[test]
+fn graph_arrays_loop_tables_and_loop_scans_answer_like_plain_ones() {
+    use petgraph::Direction;
+    use petgraph::visit::EdgeRef;
+    let (mut blocks, mut in_loops) = (0usize, 0usize);
+    each_function(|path, func| {
+        let analysis = FunctionAnalysis::new(func);
+        let cfg = &analysis.cfg;
+        let graph = cfg.graph();
+        for block in cfg.block_ids() {
+            let node = cfg.node(block);
+            let succs: Vec<BlockId> = graph
+                .edges_directed(node, Direction::Outgoing)
+                .map(|e| BlockId(e.target().index() as u32))
+                .collect();
+            let preds: Vec<BlockId> = graph
+                .edges_directed(node, Direction::Incoming)
+                .map(|e| BlockId(e.source().index() as u32))
+                .collect();
+            assert_eq!(cfg.successors(block).collect::<Vec<_>>(), succs, "{}", path.display());
+            assert_eq!(cfg.predecessors(block).collect::<Vec<_>>(), preds, "{}", path.display());
+            blocks += 1;
+        }
+        for id in func.ids() {
+            let block = cfg.block_of(id);
+            let expected = analysis
+                .loops()
+                .iter()
+                .filter(|l| l.contains(block))
+                .min_by_key(|l| l.blocks.len());
+            let got = analysis.innermost_loop(id);
+            assert_eq!(got, expected, "{} {} at {id}", path.display(), func.name);
+            in_loops += usize::from(got.is_some());
+        }
+        for lp in analysis.loops() {
+            let expected: Vec<InstId> =
+                lp.insts(&analysis).filter(|&id| func.inst(id).kind.is_memory_or_order()).collect();
+            assert_eq!(lp.memory_insts(&analysis).collect::<Vec<_>>(), expected);
+        }
+    });
+    assert!(blocks > 1_000 && in_loops > 1_000, "{blocks} blocks, {in_loops} in loops");
 }
 
 /// The definitions of `reg` that reach `at`, by scanning every instruction backward from `at`
