@@ -15,7 +15,6 @@ use fencelint_diagnostics::{Diagnostic, Label, Severity, codes};
 use fencelint_linter::{InputKind, Settings};
 use fencelint_sass::{FunctionSplitter, SassChunk, SassFormat};
 use fencelint_source::{Excerpt, FileId, TextRange};
-use rayon::prelude::*;
 
 use super::snippets::{self, Snippet};
 
@@ -181,8 +180,9 @@ pub(crate) fn lint_listing<R: BufRead>(
 }
 
 /// Lints a SASS text listing in a regular file through a read-only memory map. Nothing is
-/// copied: a parallel scan cuts the mapped text into functions (`split_functions_parallel_with`)
-/// and `workers` threads lint them in file order, each function's text borrowed from the map.
+/// copied: one parallel scan checks the mapped bytes for UTF-8 and cuts them into functions
+/// (`split_bytes_parallel_with`), and `workers` threads lint them in file order, each
+/// function's text borrowed from the map.
 /// Pages are given back once scanned and once linted, so that the resident memory stays that
 /// of the functions in flight, not the file's.
 ///
@@ -205,29 +205,13 @@ pub(crate) fn lint_mapped(
     // then raise SIGBUS (see docs/robustness.md), as for any tool that maps its input.
     let map = unsafe { memmap2::MmapOptions::new().map(file) }.ok()?;
     let bytes: &[u8] = &map;
-    // JSON is streamed: its chunks carry character columns that this path does not compute.
-    // The format is decided from the first bytes, as `should_stream` decided it.
-    let head = String::from_utf8_lossy(&bytes[..bytes.len().min(64 << 10)]);
-    if fencelint_sass::detect(&head) == Some(SassFormat::NvdisasmJson) {
-        return None;
-    }
-    // Ask for the whole file at once: the scan below reads it from two places at a time.
+    // Ask for the whole file at once: the scan reads it from two places at a time.
     let _ = map.advise(memmap2::Advice::WillNeed);
     let release = |range: std::ops::Range<usize>| release_pages(&map, range);
-    let valid = line_segments(bytes, SCAN_SEGMENT).par_iter().all(|range| {
-        // Listings are ASCII, which `is_ascii` checks a word at a time, faster than `from_utf8`.
-        let segment = &bytes[range.clone()];
-        let valid = segment.is_ascii() || std::str::from_utf8(segment).is_ok();
-        release(range.clone());
-        valid
-    });
-    if !valid {
-        return None;
-    }
-    // SAFETY: every segment was checked above, and segments end at line ends, which are never
-    // inside a UTF-8 sequence.
-    let text = unsafe { std::str::from_utf8_unchecked(bytes) };
-    let chunks = fencelint_sass::split_functions_parallel_with(text, release);
+    // One parallel pass checks each piece for UTF-8 and cuts it into functions; `None` (JSON,
+    // whose chunks carry character columns that this path does not compute, or bytes that
+    // are not UTF-8) falls back to streaming.
+    let chunks = fencelint_sass::split_bytes_parallel_with(bytes, release)?;
 
     let next = AtomicUsize::new(0);
     let found = Found::default();
@@ -252,25 +236,6 @@ pub(crate) fn lint_mapped(
         }
     });
     Some(found.into_output(None))
-}
-
-/// The size of the pieces that [`lint_mapped`] checks for UTF-8 in parallel.
-const SCAN_SEGMENT: usize = 4 << 20;
-
-/// Cuts `bytes` into pieces of about `size` bytes that end at line ends.
-fn line_segments(bytes: &[u8], size: usize) -> Vec<std::ops::Range<usize>> {
-    let mut segments = Vec::new();
-    let mut start = 0;
-    while start < bytes.len() {
-        let cut = (start + size).min(bytes.len());
-        let end = match memchr::memchr(b'\n', &bytes[cut..]) {
-            Some(at) if cut < bytes.len() => cut + at + 1,
-            _ => bytes.len(),
-        };
-        segments.push(start..end);
-        start = end;
-    }
-    segments
 }
 
 /// Gives back the pages that lie wholly inside `range` of the map. They are still in the page
@@ -382,24 +347,6 @@ mod tests {
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap();
         path
-    }
-
-    /// The pieces cover the bytes in order and end at line ends (or at the end).
-    #[test]
-    fn line_segments_cover_the_text_and_end_at_line_ends() {
-        let text = b"ab\ncdef\n\nghijklmn\nop";
-        for size in [1, 2, 3, 5, 100] {
-            let segments = line_segments(text, size);
-            let mut at = 0;
-            for range in &segments {
-                assert_eq!(range.start, at, "size {size}: {segments:?}");
-                assert!(range.end > range.start);
-                assert!(range.end == text.len() || text[range.end - 1] == b'\n');
-                at = range.end;
-            }
-            assert_eq!(at, text.len());
-        }
-        assert!(line_segments(b"", 4).is_empty());
     }
 
     /// nvdisasm JSON streams from 1 MiB, text listings from 8 MiB (when no

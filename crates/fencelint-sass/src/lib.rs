@@ -11,6 +11,8 @@
 //!   memory-mapped file) into [`TextChunk`]s without copying; parse them with rayon
 //!   (`chunks.par_iter().map(TextChunk::parse)`). Ranges stay relative to the whole text, and
 //!   the functions are exactly those of [`parse`]. This is the fast path for files.
+//!   [`split_bytes_parallel_with`] does the same for bytes not yet checked to be UTF-8 (a
+//!   memory map), checking each piece in the pass that cuts it.
 //! - [`FunctionSplitter`] reads a listing from any [`std::io::BufRead`] (a disassembler's pipe)
 //!   and yields one owned [`SassChunk`] per function with its context (architecture, fat-binary
 //!   identifier, name, offset and line in the stream); [`SassChunk::parse`] parses it. Memory
@@ -72,8 +74,8 @@ pub use ast::{
 };
 pub use detect::{DETECT_PREFIX, InputFormat, SassFormat, detect, detect_input};
 pub use split::{
-    FunctionSplitter, SassChunk, TextChunk, split_functions, split_functions_parallel,
-    split_functions_parallel_with,
+    FunctionSplitter, SassChunk, TextChunk, split_bytes_parallel_with, split_functions,
+    split_functions_parallel, split_functions_parallel_with,
 };
 
 /// A problem found while parsing, with the byte range it concerns.

@@ -846,7 +846,7 @@ impl<'a> TextChunk<'a> {
 /// [`FunctionSplitter`]'s; parsing them all gives the functions of [`crate::parse`].
 pub fn split_functions(text: &str) -> Vec<TextChunk<'_>> {
     split_with(text, SEGMENT, |segments| {
-        segments.iter().map(|&(start, end)| scan_segment(text, start, end)).collect()
+        segments.iter().map(|&(start, end)| scan_segment(&text[start..end], start)).collect()
     })
 }
 
@@ -868,12 +868,62 @@ pub fn split_functions_parallel_with(
         segments
             .par_iter()
             .map(|&(start, end)| {
-                let items = scan_segment(text, start, end);
+                let items = scan_segment(&text[start..end], start);
                 scanned(start..end);
                 items
             })
             .collect()
     })
+}
+
+/// [`split_functions_parallel_with`] for bytes not yet known to be UTF-8 (a memory-mapped
+/// file): each piece is checked as it is scanned, in the same pass, so the bytes are read
+/// once. Returns `None` when some piece is not UTF-8, and for `nvdisasm -json` (cut it with
+/// [`split_functions`] once it is a `str`, or stream it). The chunks are those of
+/// [`split_functions`] for the same text.
+pub fn split_bytes_parallel_with(
+    bytes: &[u8],
+    scanned: impl Fn(std::ops::Range<usize>) + Sync,
+) -> Option<Vec<TextChunk<'_>>> {
+    split_bytes(bytes, SEGMENT, scanned)
+}
+
+fn split_bytes(
+    bytes: &[u8],
+    segment: usize,
+    scanned: impl Fn(std::ops::Range<usize>) + Sync,
+) -> Option<Vec<TextChunk<'_>>> {
+    let head = String::from_utf8_lossy(&bytes[..bytes.len().min(64 << 10)]);
+    if crate::detect(&head) == Some(SassFormat::NvdisasmJson) {
+        return None;
+    }
+    let segments = line_segments(bytes, segment);
+    let scanned_segments: Option<Vec<Segment<'_>>> = segments
+        .par_iter()
+        .map(|&(start, end)| {
+            let piece = &bytes[start..end];
+            // Listings are ASCII, which `is_ascii` checks a word at a time, faster than
+            // `from_utf8`.
+            let piece = if piece.is_ascii() {
+                // SAFETY: ASCII is UTF-8.
+                #[allow(unsafe_code)]
+                unsafe {
+                    std::str::from_utf8_unchecked(piece)
+                }
+            } else {
+                std::str::from_utf8(piece).ok()?
+            };
+            let items = scan_segment(piece, start);
+            scanned(start..end);
+            Some(items)
+        })
+        .collect();
+    let scanned_segments = scanned_segments?;
+    // SAFETY: the pieces cover `bytes` and each is UTF-8; they end at line ends, which are
+    // never inside a UTF-8 sequence, so their concatenation is UTF-8 too.
+    #[allow(unsafe_code)]
+    let text = unsafe { std::str::from_utf8_unchecked(bytes) };
+    Some(merge_segments(text, scanned_segments))
 }
 
 /// The size of the pieces that [`split_functions_parallel`] scans independently.
@@ -904,12 +954,17 @@ fn split_with<'a>(
             })
             .collect();
     }
-    // Segments end at line starts, so that no line is cut.
-    let bytes = text.as_bytes();
+    let segments = line_segments(text.as_bytes(), segment);
+    merge_segments(text, scan(&segments))
+}
+
+/// Cuts `bytes` into pieces of about `size` bytes (at least one) that end at line ends, so that
+/// no line is cut; the pieces cover `bytes` in order.
+pub(crate) fn line_segments(bytes: &[u8], size: usize) -> Vec<(usize, usize)> {
     let mut segments = Vec::new();
     let mut start = 0;
     while start < bytes.len() {
-        let cut = (start + segment.max(1)).min(bytes.len());
+        let cut = (start + size.max(1)).min(bytes.len());
         let end = if cut == bytes.len() {
             cut
         } else {
@@ -918,9 +973,14 @@ fn split_with<'a>(
         segments.push((start, end));
         start = end;
     }
+    segments
+}
+
+/// Joins the scans of consecutive segments and cuts the chunks.
+fn merge_segments<'a>(text: &'a str, segments: Vec<Segment<'a>>) -> Vec<TextChunk<'a>> {
     // Item lines count from their segment's start; the segments before it add theirs.
     let mut base = 0;
-    let items = scan(&segments).into_iter().flat_map(|segment| {
+    let items = segments.into_iter().flat_map(|segment| {
         let at = base;
         base += segment.lines;
         segment.items.into_iter().map(move |item| Item { line: at + item.line, ..item })
@@ -944,12 +1004,14 @@ struct Item<'a> {
     action: Action<'a>,
 }
 
-/// Finds the items of the lines in `text[start..end]`; needs no state from earlier lines.
-fn scan_segment(text: &str, start: usize, end: usize) -> Segment<'_> {
-    let bytes = &text.as_bytes()[..end];
+/// Finds the items of the lines of `segment`, which starts at byte `base` of the listing (item
+/// offsets are the listing's); needs no state from earlier lines.
+fn scan_segment(segment: &str, base: usize) -> Segment<'_> {
+    let bytes = segment.as_bytes();
+    let end = bytes.len();
     let mut items = Vec::new();
     let mut code_noted = false;
-    let mut line_start = start;
+    let mut line_start = 0;
     let mut lines = 0;
     while line_start < end {
         let line_end = find_byte(bytes, line_start, b'\n').map_or(end, |newline| newline + 1);
@@ -959,18 +1021,19 @@ fn scan_segment(text: &str, start: usize, end: usize) -> Segment<'_> {
         } else if is_plain_function_line(line) {
             Action::Keep
         } else {
-            classify(&text[line_start..line_end], None)
+            classify(&segment[line_start..line_end], None)
         };
+        let (start, end) = (base + line_start, base + line_end);
         match action {
             Action::Keep => {}
             Action::Code if code_noted => {}
             Action::Code => {
                 code_noted = true;
-                items.push(Item { start: line_start, end: line_end, line: lines, action });
+                items.push(Item { start, end, line: lines, action });
             }
             _ => {
                 code_noted = false;
-                items.push(Item { start: line_start, end: line_end, line: lines, action });
+                items.push(Item { start, end, line: lines, action });
             }
         }
         lines += u64::from(bytes[line_end - 1] == b'\n');
@@ -1082,9 +1145,20 @@ mod tests {
                 let pieces = split_with(&text, segment, |segments| {
                     segments
                         .par_iter()
-                        .map(|&(start, end)| scan_segment(&text, start, end))
+                        .map(|&(start, end)| scan_segment(&text[start..end], start))
                         .collect()
                 });
+                let scanned = std::sync::Mutex::new(Vec::new());
+                let from_bytes = split_bytes(text.as_bytes(), segment, |range| {
+                    scanned.lock().unwrap().push(range);
+                });
+                assert_eq!(from_bytes.as_ref(), Some(&pieces), "{} from bytes", path.display());
+                let mut scanned = scanned.into_inner().unwrap();
+                scanned.sort_by_key(|range| range.start);
+                let covered = scanned.iter().try_fold(0, |at, range| {
+                    (range.start == at && range.end > at).then_some(range.end)
+                });
+                assert_eq!(covered, Some(text.len()), "{} scanned ranges", path.display());
                 let lines: Vec<u64> = pieces.iter().map(|chunk| chunk.line).collect();
                 let expected: Vec<u64> = pieces
                     .iter()
@@ -1095,6 +1169,33 @@ mod tests {
             }
             assert_eq!(split_functions_parallel(&text), whole);
         }
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_not_split() {
+        let listing: &[u8] = b"\n\tcode for sm_90a\n\t\tFunction : k\n        /*0000*/                   EXIT ; // \xff\n";
+        for segment in [1, 16, 4096] {
+            assert_eq!(split_bytes(listing, segment, |_| {}), None);
+        }
+        let valid = "\n\tcode for sm_90a\n\t\tFunction : k\n        /*0000*/                   EXIT ; // \u{e9}\n";
+        assert_eq!(split_bytes(valid.as_bytes(), 16, |_| {}), Some(split_functions(valid)));
+    }
+
+    #[test]
+    fn line_segments_cover_the_bytes_and_end_at_line_ends() {
+        let text = b"a\nbb\n\nccc\nd";
+        for size in [1, 2, 3, 5, 100] {
+            let segments = line_segments(text, size);
+            let mut at = 0;
+            for &(start, end) in &segments {
+                assert_eq!(start, at);
+                assert!(end > start);
+                assert!(end == text.len() || text[end - 1] == b'\n', "{size}: {start}..{end}");
+                at = end;
+            }
+            assert_eq!(at, text.len());
+        }
+        assert!(line_segments(b"", 4).is_empty());
     }
 
     /// `with_target_lines` puts the architecture line in front of each function and says how
