@@ -216,6 +216,16 @@ impl Cfg {
         self.preds.of(block).iter().copied()
     }
 
+    /// [`Cfg::successors`] as a slice.
+    pub(crate) fn successor_slice(&self, block: BlockId) -> &[BlockId] {
+        self.succs.of(block)
+    }
+
+    /// [`Cfg::predecessors`] as a slice.
+    pub(crate) fn predecessor_slice(&self, block: BlockId) -> &[BlockId] {
+        self.preds.of(block)
+    }
+
     /// Edges as `(from, to, kind)`, in a deterministic order.
     pub fn edges(&self) -> Vec<(BlockId, BlockId, EdgeKind)> {
         let mut edges: Vec<_> = self

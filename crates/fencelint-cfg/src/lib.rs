@@ -9,6 +9,7 @@
 mod address;
 mod cfg;
 mod dataflow;
+mod dominators;
 mod loops;
 mod object;
 mod walk;
@@ -16,6 +17,7 @@ mod walk;
 pub use address::{AddrKey, AddrRoot};
 pub use cfg::{Block, BlockId, Cfg, EdgeKind};
 pub use dataflow::{Point, Reach};
+pub use dominators::DomTree;
 pub use loops::Loop;
 pub use object::AddrSum;
 
@@ -23,8 +25,6 @@ use std::cell::{Cell, OnceCell, RefCell, RefMut};
 
 use fencelint_ir::{Function, InstId, Reg};
 
-use petgraph::algo::dominators::{self, Dominators};
-use petgraph::graph::NodeIndex;
 use rustc_hash::FxHashMap;
 
 /// Work limits for one function's walks. Exceeding one marks the analysis incomplete.
@@ -47,7 +47,7 @@ pub struct FunctionAnalysis<'f> {
     pub func: &'f Function,
     pub cfg: Cfg,
     pub budget: Budget,
-    dominators: OnceCell<Dominators<NodeIndex>>,
+    dominators: OnceCell<DomTree>,
     /// Pre- and post-order numbers of each block in the dominator tree (`u32::MAX` when the
     /// block is unreachable), for constant-time dominance queries.
     dom_order: OnceCell<(Vec<u32>, Vec<u32>)>,
@@ -224,8 +224,8 @@ impl<'f> FunctionAnalysis<'f> {
         Visited::Shared(shared)
     }
 
-    pub fn dominators(&self) -> &Dominators<NodeIndex> {
-        self.dominators.get_or_init(|| dominators::simple_fast(self.cfg.graph(), self.cfg.entry()))
+    pub fn dominators(&self) -> &DomTree {
+        self.dominators.get_or_init(|| DomTree::build(&self.cfg))
     }
 
     /// Whether block `a` dominates block `b` (constant time after the first query).
@@ -238,12 +238,25 @@ impl<'f> FunctionAnalysis<'f> {
     fn number_dominator_tree(&self) -> (Vec<u32>, Vec<u32>) {
         let n = self.cfg.blocks.len();
         let doms = self.dominators();
-        let mut children = vec![Vec::new(); n];
+        // The children of block `b` are `children[starts[b]..starts[b + 1]]`, in block order.
+        let mut starts = vec![0u32; n + 1];
         for block in self.cfg.block_ids() {
-            if let Some(idom) = doms.immediate_dominator(self.cfg.node(block)) {
-                children[idom.index()].push(block.index());
+            if let Some(idom) = doms.immediate_dominator(block) {
+                starts[idom.index() + 1] += 1;
             }
         }
+        for i in 0..n {
+            starts[i + 1] += starts[i];
+        }
+        let mut children = vec![0usize; starts[n] as usize];
+        let mut fill = starts.clone();
+        for block in self.cfg.block_ids() {
+            if let Some(idom) = doms.immediate_dominator(block) {
+                children[fill[idom.index()] as usize] = block.index();
+                fill[idom.index()] += 1;
+            }
+        }
+        let children_of = |node: usize| &children[starts[node] as usize..starts[node + 1] as usize];
         let (mut pre, mut post) = (vec![u32::MAX; n], vec![u32::MAX; n]);
         let (mut next_pre, mut next_post) = (0u32, 0u32);
         // Iterative DFS: a dominator tree can be as deep as the function is long.
@@ -251,7 +264,7 @@ impl<'f> FunctionAnalysis<'f> {
         pre[0] = next_pre;
         next_pre += 1;
         while let Some(&mut (node, ref mut child)) = stack.last_mut() {
-            if let Some(&next) = children[node].get(*child) {
+            if let Some(&next) = children_of(node).get(*child) {
                 *child += 1;
                 pre[next] = next_pre;
                 next_pre += 1;

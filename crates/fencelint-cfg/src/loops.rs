@@ -48,13 +48,22 @@ impl Loop {
 
 pub(crate) fn find_loops(analysis: &FunctionAnalysis<'_>) -> Vec<Loop> {
     let cfg = &analysis.cfg;
-    let reachable = reachable_from_entry(analysis);
+    let doms = analysis.dominators();
+    let reachable: Vec<bool> = cfg.block_ids().map(|b| doms.is_reachable(b)).collect();
+    // Back edges by header, latches in the order of `Cfg::edges` (by source block).
     let mut by_header: Vec<(BlockId, Vec<BlockId>)> = Vec::new();
-    for (from, to, _) in cfg.edges() {
-        if reachable[from.index()] && analysis.block_dominates(to, from) {
-            match by_header.iter_mut().find(|(h, _)| *h == to) {
-                Some((_, latches)) => latches.push(from),
-                None => by_header.push((to, vec![from])),
+    let mut slot = vec![u32::MAX; cfg.blocks.len()];
+    for from in cfg.block_ids().filter(|b| reachable[b.index()]) {
+        for &to in cfg.successor_slice(from) {
+            if !analysis.block_dominates(to, from) {
+                continue;
+            }
+            match slot[to.index()] {
+                u32::MAX => {
+                    slot[to.index()] = by_header.len() as u32;
+                    by_header.push((to, vec![from]));
+                }
+                at => by_header[at as usize].1.push(from),
             }
         }
     }
@@ -92,17 +101,4 @@ pub(crate) fn find_loops(analysis: &FunctionAnalysis<'_>) -> Vec<Loop> {
         loops.push(Loop { header, blocks, latches, exits });
     }
     loops
-}
-
-fn reachable_from_entry(analysis: &FunctionAnalysis<'_>) -> Vec<bool> {
-    let cfg = &analysis.cfg;
-    let mut seen = vec![false; cfg.blocks.len()];
-    let mut stack = vec![BlockId(0)];
-    while let Some(block) = stack.pop() {
-        if std::mem::replace(&mut seen[block.index()], true) {
-            continue;
-        }
-        stack.extend(cfg.successors(block));
-    }
-    seen
 }

@@ -8,9 +8,9 @@
 //!   instruction of every visit and drops repeated targets;
 //! - `reaching_defs` skips blocks by a per-block register set and searches definition sites;
 //!   it must answer like a backward scan of every instruction (for every register use);
-//! - the CFG's successor and predecessor arrays, `innermost_loop`'s table and
-//!   `Loop::memory_insts` must give what petgraph, a scan of every loop and a filter of
-//!   `Loop::insts` give.
+//! - the CFG's successor and predecessor arrays, its dominator tree, `innermost_loop`'s table
+//!   and `Loop::memory_insts` must give what petgraph (its edge lists and `simple_fast`), a
+//!   scan of every loop and a filter of `Loop::insts` give.
 
 use std::path::Path;
 
@@ -153,8 +153,12 @@ fn graph_arrays_loop_tables_and_loop_scans_answer_like_plain_ones() {
         let analysis = FunctionAnalysis::new(func);
         let cfg = &analysis.cfg;
         let graph = cfg.graph();
+        let doms = petgraph::algo::dominators::simple_fast(graph, cfg.entry());
         for block in cfg.block_ids() {
             let node = cfg.node(block);
+            let idom = doms.immediate_dominator(node).map(|d| BlockId(d.index() as u32));
+            let got = analysis.dominators().immediate_dominator(block);
+            assert_eq!(got, idom, "{} {} block {}", path.display(), func.name, block.index());
             let succs: Vec<BlockId> = graph
                 .edges_directed(node, Direction::Outgoing)
                 .map(|e| BlockId(e.target().index() as u32))

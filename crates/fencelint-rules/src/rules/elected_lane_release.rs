@@ -108,16 +108,15 @@ fn election_of(analysis: &FunctionAnalysis<'_>, arrive: InstId) -> Option<Electi
     // arrive's region and whose predicate picks one lane.
     let cfg = &analysis.cfg;
     let doms = analysis.dominators();
-    let mut node = cfg.node(cfg.block_of(arrive));
     let target = cfg.block_of(arrive);
+    let mut node = target;
     let mut steps = 0;
-    while let Some(idom) = doms.immediate_dominator(node) {
-        if idom == node || steps > 64 {
+    while let Some(block) = doms.immediate_dominator(node) {
+        if block == node || steps > 64 {
             break;
         }
         steps += 1;
-        node = idom;
-        let block = BlockId(idom.index() as u32);
+        node = block;
         let last = cfg.block(block).last();
         let Some(guard) = func.inst(last).guard else { continue };
         if !func.inst(last).is_branch() {
