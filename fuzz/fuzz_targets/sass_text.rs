@@ -1,5 +1,6 @@
 //! The SASS text front ends (`cuobjdump -sass` and `nvdisasm` listings) on arbitrary bytes:
-//! the whole-text parser, the in-memory splitter and the streaming splitter. The streaming
+//! the whole-text parser, the in-memory splitters (of a `str`, and of bytes checked as they are
+//! cut, which must agree on UTF-8 input and decline other bytes) and the streaming splitter. The streaming
 //! splitter must also cut the same chunks whatever the size of its reader's buffer, with its
 //! buffers recycled as the linter recycles them.
 #![no_main]
@@ -11,8 +12,15 @@ fuzz_target!(|data: &[u8]| {
     let _ = fencelint_sass::detect_input(&text);
     let _ = fencelint_sass::parse_text(&text);
     let _ = fencelint_sass::parse(&text);
-    for chunk in fencelint_sass::split_functions(&text) {
+    let in_memory = fencelint_sass::split_functions(&text);
+    for chunk in &in_memory {
         let _ = chunk.parse();
+    }
+    let from_bytes = fencelint_sass::split_bytes_parallel_with(data, |_| {});
+    let is_json = fencelint_sass::detect(&text) == Some(fencelint_sass::SassFormat::NvdisasmJson);
+    match std::str::from_utf8(data) {
+        Ok(_) if !is_json => assert_eq!(from_bytes, Some(in_memory)),
+        _ => assert_eq!(from_bytes, None),
     }
     let whole: Vec<_> = fencelint_sass::FunctionSplitter::new(data).with_target_lines().collect();
     for chunk in whole.iter().flatten() {

@@ -893,8 +893,11 @@ fn split_bytes(
     segment: usize,
     scanned: impl Fn(std::ops::Range<usize>) + Sync,
 ) -> Option<Vec<TextChunk<'_>>> {
-    let head = String::from_utf8_lossy(&bytes[..bytes.len().min(64 << 10)]);
-    if crate::detect(&head) == Some(SassFormat::NvdisasmJson) {
+    // The format from the longest UTF-8 prefix that `detect` would read of the text.
+    let head = &bytes[..bytes.len().min(crate::detect::DETECT_PREFIX)];
+    let head = std::str::from_utf8(head)
+        .unwrap_or_else(|err| std::str::from_utf8(&head[..err.valid_up_to()]).unwrap_or_default());
+    if crate::detect(head) == Some(SassFormat::NvdisasmJson) {
         return None;
     }
     let segments = line_segments(bytes, segment);

@@ -60,6 +60,13 @@ fn exercise(text: &str) {
         check_spans(&chunk.text, &chunk.parse());
     }
     assert_eq!(split_functions_parallel(text), split_functions(text));
+    // Bytes known to be UTF-8 cut like the text, except JSON, which that path leaves alone.
+    let from_bytes = fencelint_sass::split_bytes_parallel_with(text.as_bytes(), |_| {});
+    if fencelint_sass::detect(text) == Some(fencelint_sass::SassFormat::NvdisasmJson) {
+        assert_eq!(from_bytes, None);
+    } else {
+        assert_eq!(from_bytes, Some(split_functions(text)));
+    }
     let streamed: Vec<_> =
         FunctionSplitter::new(text.as_bytes()).map(|chunk| chunk.expect("in memory")).collect();
     let in_memory = split_functions(text);
