@@ -165,7 +165,10 @@ pub enum Barrier {
 /// mbarrier operations (`mbarrier.*`, SASS `SYNCS.*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MbarrierOp {
+    /// `mbarrier.init`, SASS `SYNCS.EXCH.64`, or on `sm_100` and later (address not uniform)
+    /// `STS.64` stores ended by `SYNCS.CCTL.IVALL`, which is the `Init` and has no address.
     Init,
+    /// `mbarrier.inval`, SASS `SYNCS.CCTL.IV`.
     Inval,
     Arrive {
         expect_tx: bool,

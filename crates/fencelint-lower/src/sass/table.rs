@@ -765,6 +765,10 @@ mod tests {
                 scope: Some(Scope::Gpu)
             })
         );
+        // `IV` does not match the `IVALL` modifier: one invalidates a named barrier
+        // (mbarrier.inval), the other ends an mbarrier.init written with STS.64.
+        assert_eq!(t.classify("SYNCS.CCTL.IV").kind, InstKind::Mbarrier(MbarrierOp::Inval));
+        assert_eq!(t.classify("SYNCS.CCTL.IVALL").kind, InstKind::Mbarrier(MbarrierOp::Init));
         let unknown = t.classify("QUUX.64");
         assert_eq!((unknown.row, unknown.kind), (None, InstKind::Other));
     }
