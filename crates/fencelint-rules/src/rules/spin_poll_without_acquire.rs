@@ -324,3 +324,57 @@ fn report(cx: &mut FunctionCx<'_>, poll: &Poll, read: InstId, n_reads: usize, n_
     }
     drop(report);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Where polls share walks (a function with no acquire load or atomic), each poll gets the
+    /// reads that a walk of its own gives, on every function of every compiled fixture, whether
+    /// its walk was made for it or for an earlier poll that exits to the same block.
+    #[test]
+    fn a_shared_walk_gives_each_poll_the_reads_of_its_own_walk() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/compiled");
+        let (mut polls, mut reused) = (0usize, 0usize);
+        let mut folders: Vec<_> =
+            std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).collect();
+        folders.sort();
+        for folder in folders.into_iter().filter(|p| p.is_dir()) {
+            let mut files: Vec<_> =
+                std::fs::read_dir(&folder).unwrap().map(|e| e.unwrap().path()).collect();
+            files.sort();
+            for path in files {
+                let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+                if !matches!(ext, "ptx" | "sass" | "json") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                let kind =
+                    fencelint_lower::detect(&text).unwrap_or(fencelint_lower::InputKind::Ptx);
+                let lowered = fencelint_lower::lower(fencelint_source::FileId(0), &text, kind, 0);
+                for module in &lowered.modules {
+                    let sass = module.dialect == Some(Dialect::Sass);
+                    for func in &module.functions {
+                        let analysis = FunctionAnalysis::new(func);
+                        let mut shared = Walks::new(&analysis);
+                        if !shared.shared {
+                            continue;
+                        }
+                        for lp in analysis.loops() {
+                            for poll in polls_of(&analysis, lp, sass) {
+                                let walked = shared.reads.len();
+                                let together = unordered_reads(&analysis, lp, &poll, &mut shared);
+                                reused += usize::from(shared.reads.len() == walked);
+                                let mut alone = Walks { shared: false, reads: BTreeMap::new() };
+                                let own = unordered_reads(&analysis, lp, &poll, &mut alone);
+                                assert_eq!(together, own, "{} {}", path.display(), func.name);
+                                polls += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(polls > 100 && reused > 10, "{polls} polls, {reused} walks reused");
+    }
+}
