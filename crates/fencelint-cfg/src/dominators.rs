@@ -1,7 +1,8 @@
 //! Immediate dominators of a CFG's blocks, by the iterative algorithm of Cooper, Harvey and
 //! Kennedy ("A Simple, Fast Dominance Algorithm", 2001) over the flat successor and predecessor
 //! arrays. petgraph's `simple_fast` is the same algorithm over hash maps and hash sets of
-//! predecessors; on NCCL's listings it was a tenth of the rules' time.
+//! predecessors; on a cut of NCCL's listing it was 8% of the instructions of the rules and
+//! analyses (callgrind); this is under 2%.
 
 use crate::{BlockId, Cfg};
 
