@@ -1017,11 +1017,14 @@ fn scan_segment(segment: &str, base: usize) -> Segment<'_> {
     let mut line_start = 0;
     let mut lines = 0;
     while line_start < end {
-        let line_end = find_byte(bytes, line_start, b'\n').map_or(end, |newline| newline + 1);
-        let line = &bytes[line_start..line_end];
-        let action = if is_code_line(line) {
+        // Leading blanks are skipped once and the line end searched only after them: an
+        // encoding continuation line of cuobjdump is mostly blanks.
+        let first = skip_blanks(bytes, line_start);
+        let line_end = find_byte(bytes, first, b'\n').map_or(end, |newline| newline + 1);
+        let head = &bytes[first.min(line_end)..line_end];
+        let action = if head.starts_with(b"/*") {
             Action::Code
-        } else if is_plain_function_line(line) {
+        } else if head.starts_with(b".L_") || head.starts_with(b"//#") {
             Action::Keep
         } else {
             classify(&segment[line_start..line_end], None)
