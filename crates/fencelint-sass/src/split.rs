@@ -658,15 +658,23 @@ enum Action<'l> {
 /// Whether a line is an instruction or encoding line (`/*...`): the common case, decided
 /// without looking further.
 fn is_code_line(line: &[u8]) -> bool {
-    let first = skip_blanks(line, 0);
-    line.get(first..first + 2) == Some(b"/*")
+    is_code_head(&line[skip_blanks(line, 0)..])
+}
+
+/// [`is_code_line`] for a line whose leading blanks are already skipped.
+fn is_code_head(head: &[u8]) -> bool {
+    head.starts_with(b"/*")
 }
 
 /// Whether a line inside a function can be kept without classifying it: a `.L_x_N:` label or a
 /// `//##` line-info marker.
 fn is_plain_function_line(line: &[u8]) -> bool {
-    let first = skip_blanks(line, 0);
-    matches!(line.get(first..first + 3), Some(b".L_" | b"//#"))
+    is_plain_function_head(&line[skip_blanks(line, 0)..])
+}
+
+/// [`is_plain_function_line`] for a line whose leading blanks are already skipped.
+fn is_plain_function_head(head: &[u8]) -> bool {
+    matches!(head.get(..3), Some(b".L_" | b"//#"))
 }
 
 /// Classifies a line for the splitters; `function` names the open chunk, if any.
@@ -1022,9 +1030,9 @@ fn scan_segment(segment: &str, base: usize) -> Segment<'_> {
         let first = skip_blanks(bytes, line_start);
         let line_end = find_byte(bytes, first, b'\n').map_or(end, |newline| newline + 1);
         let head = &bytes[first.min(line_end)..line_end];
-        let action = if head.starts_with(b"/*") {
+        let action = if is_code_head(head) {
             Action::Code
-        } else if head.starts_with(b".L_") || head.starts_with(b"//#") {
+        } else if is_plain_function_head(head) {
             Action::Keep
         } else {
             classify(&segment[line_start..line_end], None)
