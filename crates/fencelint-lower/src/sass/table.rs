@@ -529,7 +529,10 @@ fn meaning_of(class: Class, facts: &mut Facts<'_>) -> Result<Meaning, String> {
             match class {
                 Class::Load => InstKind::Load(mem),
                 Class::Store => InstKind::Store(mem),
-                Class::Atomic => InstKind::Atomic { mem, returns: true },
+                // `retry`: one compare-and-swap attempt of the loop by which ptxas emulates an
+                // atomic that the hardware lacks (`ATOMS.CAST.SPIN`). Its result says whether
+                // the swap happened, not what memory held: the loop is one atomic, not a poll.
+                Class::Atomic => InstKind::Atomic { mem, returns: !facts.flag("retry") },
                 _ => InstKind::Atomic { mem, returns: false },
             }
         }

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use fencelint_cfg::{FunctionAnalysis, Loop, Point};
 use fencelint_ir::{
-    Barrier, Dialect, FenceKind, Inst, InstId, InstKind, MemAccess, MultimemOp, Scope, Sem,
+    Barrier, Dialect, FenceKind, Inst, InstId, InstKind, MemAccess, MultimemOp, Reg, Scope, Sem,
+    Space, ValueOp,
 };
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
@@ -62,6 +63,10 @@ struct Poll {
     /// The scope an acquire must cover.
     required: Scope,
     sem: Sem,
+    /// The poll reads global (or generic) memory at system scope: its producer is taken to be
+    /// outside the CTA's cluster (another GPU, the host, another CTA), which cannot write the
+    /// CTA's own shared memory. See [`may_carry_published`].
+    beyond_cluster: bool,
 }
 
 /// The polled access of a load-like instruction.
@@ -130,10 +135,28 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
                 exit_to: to,
                 required: required_scope(mem),
                 sem: mem.sem,
+                beyond_cluster: waits_beyond_cluster(mem),
             });
         }
     }
     polls
+}
+
+/// Whether a poll of `mem` waits for a producer outside the CTA's cluster: a system-scope
+/// (`.sys`, `.volatile`, `.mmio`; SASS `.STRONG.SYS`) access to global or generic memory. A
+/// system-scope poll of *shared* memory is not one: only the CTA's cluster can write it.
+/// Gpu scope is not enough: SASS prints cluster and gpu scope alike (`.STRONG.GPU`), and a
+/// cluster peer can write this CTA's shared memory (`st.shared::cluster`, `st.async`).
+fn waits_beyond_cluster(mem: &MemAccess) -> bool {
+    matches!(mem.space, Space::Global | Space::Generic) && mem.effective_scope() == Some(Scope::Sys)
+}
+
+/// Whether the read `read` can see data published by the producer behind `poll`. The CTA's own
+/// shared memory is written only by threads of its cluster (directly or through the async
+/// proxy), so a poll that waits beyond the cluster guards none of it (see Known problems).
+fn may_carry_published(poll: &Poll, read: &Inst) -> bool {
+    !(poll.beyond_cluster
+        && matches!(&read.kind, InstKind::Load(mem) if mem.space == Space::SharedCta))
 }
 
 /// The scope an acquire after this poll must cover. A volatile or weak poll carries no usable
@@ -145,8 +168,8 @@ fn required_scope(mem: &MemAccess) -> Scope {
     }
 }
 
-/// A poll reads the same location every iteration: no register in its address is redefined
-/// inside the loop.
+/// A poll reads the same location every iteration: every register in its address is
+/// [invariant](is_invariant) in the loop.
 fn address_is_loop_invariant(analysis: &FunctionAnalysis<'_>, lp: &Loop, load: InstId) -> bool {
     let inst = analysis.func.inst(load);
     let Some(address) = &inst.address else { return false };
@@ -155,8 +178,32 @@ fn address_is_loop_invariant(analysis: &FunctionAnalysis<'_>, lp: &Loop, load: I
         fencelint_ir::AddrBase::Complex(regs) => regs.clone(),
         fencelint_ir::AddrBase::Symbol(_) | fencelint_ir::AddrBase::Absolute => Vec::new(),
     };
-    regs.into_iter().all(|reg| {
-        analysis.reaching_defs(load, reg).defs.iter().all(|&def| !lp.contains_inst(analysis, def))
+    regs.into_iter().all(|reg| is_invariant(analysis, lp, load, reg, 0))
+}
+
+/// Whether `reg`, as read at `at`, has the same value in every iteration of `lp`: each of its
+/// reaching definitions is outside the loop, or is a copy of an invariant register, or a
+/// constant. ptxas re-materialises an address inside the loop when the register that held it
+/// is reused (`MOV R0, UR4` at the top of a loop whose `ATOMS.CAS R0, [R0], ...` overwrites
+/// `R0`).
+fn is_invariant(
+    analysis: &FunctionAnalysis<'_>,
+    lp: &Loop,
+    at: InstId,
+    reg: Reg,
+    depth: u8,
+) -> bool {
+    analysis.reaching_defs(at, reg).defs.iter().all(|&def| {
+        if !lp.contains_inst(analysis, def) {
+            return true;
+        }
+        match analysis.func.inst(def).value {
+            Some(ValueOp::Copy(src) | ValueOp::AddImm(src, _)) if src != reg => {
+                depth < 4 && is_invariant(analysis, lp, def, src, depth + 1)
+            }
+            Some(ValueOp::Param(_) | ValueOp::SymbolAddr(_) | ValueOp::Imm(_)) => true,
+            _ => false,
+        }
     })
 }
 
@@ -223,7 +270,8 @@ fn reads_published(inst: &Inst) -> bool {
 /// semantics table makes no load an acquire, SASS shows one as the `CCTL.IVALL` after it), the
 /// walk from an exit block at a required scope reaches the same published reads, in the same
 /// order, for every poll: it is walked once and each poll filters the reads (its own flag, the
-/// loop's part before its branch).
+/// loop's part before its branch, shared memory after a poll beyond the cluster). Reads are
+/// targets, never blockers, so filtering after the walk gives what filtering during it would.
 struct Walks {
     shared: bool,
     reads: BTreeMap<(fencelint_cfg::BlockId, Scope), Vec<InstId>>,
@@ -256,7 +304,7 @@ fn unordered_reads(
             return false;
         }
         let same_flag = flag.as_ref().is_some_and(|flag| analysis.inst_address_is(id, flag));
-        !same_flag
+        !same_flag && may_carry_published(poll, func.inst(id))
     };
     let walk = || {
         let is_blocker = |id: InstId| is_acquire(analysis, id, poll.load, poll.required);
