@@ -126,7 +126,7 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
             if !address_is_loop_invariant(analysis, lp, load) {
                 continue;
             }
-            if acquired_before_branch(analysis, load, branch, required_scope(mem)) {
+            if acquired_before_branch(analysis, lp, load, branch, required_scope(mem)) {
                 continue;
             }
             polls.push(Poll {
@@ -207,21 +207,36 @@ fn is_invariant(
     })
 }
 
-/// Whether every path from the poll to the exit branch passes an acquire.
+/// Whether every path from the poll to the exit branch, inside the loop, passes an acquire.
+///
+/// Usually the acquire sits between the poll and the branch in one straight run (a poll and its
+/// `CCTL.IVALL`, then the test): dominance answers. Otherwise a walk does: in a rotated loop the
+/// exit test comes first and the poll at the bottom (NCCL's `@P0 LDGMC...; @P0 CCTL.IVALL` at
+/// the end of the loop, tested at the top of the next iteration), so the path from the poll to
+/// the branch goes round the back edge; or acquires on both arms of a branch.
 fn acquired_before_branch(
     analysis: &FunctionAnalysis<'_>,
+    lp: &Loop,
     load: InstId,
     branch: InstId,
     required: Scope,
 ) -> bool {
-    let Some(lp) = analysis.innermost_loop(load) else { return false };
-    // An acquire is a memory or ordering instruction.
-    lp.memory_insts(analysis).any(|id| {
+    let dominated = lp.memory_insts(analysis).any(|id| {
         id != load
             && analysis.dominates(load, id)
             && analysis.dominates(id, branch)
             && is_acquire(analysis, id, load, required)
-    })
+    });
+    if dominated {
+        return true;
+    }
+    analysis
+        .reachable_avoiding(
+            Point::After(load),
+            |id| id == branch,
+            |id| !lp.contains_inst(analysis, id) || is_acquire(analysis, id, load, required),
+        )
+        .is_empty()
 }
 
 /// Whether `inst` orders later reads after the polled flag read at `required` scope.
