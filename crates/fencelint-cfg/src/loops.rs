@@ -1,6 +1,6 @@
 //! Natural loops and their exits.
 
-use fencelint_ir::InstId;
+use fencelint_ir::{AddrBase, InstId, Reg, ValueOp};
 
 use crate::{BlockId, FunctionAnalysis};
 
@@ -43,6 +43,55 @@ impl Loop {
         analysis: &'a FunctionAnalysis<'_>,
     ) -> impl Iterator<Item = InstId> + 'a {
         self.blocks.iter().flat_map(|&b| analysis.block_memory_insts(b).iter().copied())
+    }
+}
+
+impl Loop {
+    /// Whether the memory operand of `inst` names the same location in every iteration: every
+    /// register in its address is [invariant](Loop::is_invariant) in the loop. An instruction
+    /// without a memory operand has no such location.
+    pub fn address_is_invariant(&self, analysis: &FunctionAnalysis<'_>, inst: InstId) -> bool {
+        let Some(address) = &analysis.func.inst(inst).address else { return false };
+        match &address.base {
+            AddrBase::Reg(reg) => self.is_invariant(analysis, inst, *reg),
+            AddrBase::Complex(regs) => {
+                regs.iter().all(|&reg| self.is_invariant(analysis, inst, reg))
+            }
+            AddrBase::Symbol(_) | AddrBase::Absolute => true,
+        }
+    }
+
+    /// Whether `reg`, as read by `at`, has the same value in every iteration: each of its
+    /// reaching definitions is outside the loop, or is a constant, a parameter or a symbol's
+    /// address, or copies or offsets an invariant register. ptxas re-materialises an address
+    /// inside the loop when the register that held it is reused (`MOV R0, UR4` at the top of a
+    /// loop whose `ATOMS.CAS R0, [R0], ...` overwrites `R0`; `LDC.64 R4, c[0x0][0x2b8]` before
+    /// each `LD [R4]`).
+    pub fn is_invariant(&self, analysis: &FunctionAnalysis<'_>, at: InstId, reg: Reg) -> bool {
+        self.invariant_within(analysis, at, reg, 0)
+    }
+
+    fn invariant_within(
+        &self,
+        analysis: &FunctionAnalysis<'_>,
+        at: InstId,
+        reg: Reg,
+        depth: u8,
+    ) -> bool {
+        analysis.reaching_defs(at, reg).defs.iter().all(|&def| {
+            if !self.contains_inst(analysis, def) {
+                return true;
+            }
+            match analysis.func.inst(def).value {
+                // A chain of copies round the loop (`R1 = R0 + 4; R0 = R1`) ends at the depth
+                // limit, as not invariant.
+                Some(ValueOp::Copy(src) | ValueOp::AddImm(src, _)) if src != reg => {
+                    depth < 4 && self.invariant_within(analysis, def, src, depth + 1)
+                }
+                Some(ValueOp::Param(_) | ValueOp::SymbolAddr(_) | ValueOp::Imm(_)) => true,
+                _ => false,
+            }
+        })
     }
 }
 

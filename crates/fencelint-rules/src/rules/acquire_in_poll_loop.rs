@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use fencelint_cfg::{FunctionAnalysis, Loop};
-use fencelint_ir::{AddrBase, Dialect, Fence, FenceKind, Inst, InstId, InstKind, MemAccess, Scope};
+use fencelint_ir::{Dialect, Fence, FenceKind, Inst, InstId, InstKind, MemAccess, Scope, Space};
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
 
@@ -62,8 +62,7 @@ fn may_report(analysis: &FunctionAnalysis<'_>, lp: &Loop) -> bool {
     // Accesses and acquires are memory or ordering instructions.
     for id in lp.memory_insts(analysis) {
         let inst = analysis.func.inst(id);
-        let kind = &inst.kind;
-        if (kind.reads_memory() || kind.writes_memory()) && polled(inst).is_none() {
+        if accesses_memory(inst) && polled(inst).is_none() {
             return false;
         }
         acquires |= per_iteration_acquire(inst).is_some();
@@ -91,7 +90,7 @@ fn spin_loop(analysis: &FunctionAnalysis<'_>, lp: &Loop) -> Option<Spin> {
             continue;
         }
         for read in analysis.deciding_reads(branch, Some(lp)) {
-            if polled(func.inst(read)).is_some() && address_is_loop_invariant(analysis, lp, read) {
+            if polled(func.inst(read)).is_some() && lp.address_is_invariant(analysis, read) {
                 polls.insert(read);
                 exit.get_or_insert(branch);
             }
@@ -102,10 +101,8 @@ fn spin_loop(analysis: &FunctionAnalysis<'_>, lp: &Loop) -> Option<Spin> {
     }
     // Any other access in the loop (data read or written per iteration) may need the acquire
     // of that iteration.
-    let only_polls = lp.memory_insts(analysis).all(|id| {
-        let kind = &func.inst(id).kind;
-        polls.contains(&id) || !(kind.reads_memory() || kind.writes_memory())
-    });
+    let only_polls =
+        lp.memory_insts(analysis).all(|id| polls.contains(&id) || !accesses_memory(func.inst(id)));
     if !only_polls {
         return None;
     }
@@ -117,25 +114,24 @@ fn spin_loop(analysis: &FunctionAnalysis<'_>, lp: &Loop) -> Option<Spin> {
     Some(Spin { polls, exit: exit?, scope })
 }
 
+/// Whether `inst` reads or writes memory that a loop iteration may need ordered: loads of
+/// kernel parameters and of the constant bank (ptxas reloads a pointer parameter with `LDC`
+/// inside the loop) read memory that nothing writes while the kernel runs.
+fn accesses_memory(inst: &Inst) -> bool {
+    if let InstKind::Load(mem) = &inst.kind
+        && matches!(mem.space, Space::Const | Space::Param)
+    {
+        return false;
+    }
+    inst.kind.reads_memory() || inst.kind.writes_memory()
+}
+
 /// The access of a load-like instruction that can serve as a poll.
 fn polled(inst: &Inst) -> Option<&MemAccess> {
     match &inst.kind {
         InstKind::Load(mem) | InstKind::Atomic { mem, returns: true } => Some(mem),
         _ => None,
     }
-}
-
-fn address_is_loop_invariant(analysis: &FunctionAnalysis<'_>, lp: &Loop, load: InstId) -> bool {
-    let inst = analysis.func.inst(load);
-    let Some(address) = &inst.address else { return false };
-    let regs = match &address.base {
-        AddrBase::Reg(reg) => vec![*reg],
-        AddrBase::Complex(regs) => regs.clone(),
-        AddrBase::Symbol(_) | AddrBase::Absolute => Vec::new(),
-    };
-    regs.into_iter().all(|reg| {
-        analysis.reaching_defs(load, reg).defs.iter().all(|&def| !lp.contains_inst(analysis, def))
-    })
 }
 
 /// What makes an instruction an L1 invalidate on every iteration.

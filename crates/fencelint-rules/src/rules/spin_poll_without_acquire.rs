@@ -5,8 +5,7 @@ use std::collections::BTreeMap;
 
 use fencelint_cfg::{FunctionAnalysis, Loop, Point};
 use fencelint_ir::{
-    Barrier, Dialect, FenceKind, Inst, InstId, InstKind, MemAccess, MultimemOp, Reg, Scope, Sem,
-    Space, ValueOp,
+    Barrier, Dialect, FenceKind, Inst, InstId, InstKind, MemAccess, MultimemOp, Scope, Sem, Space,
 };
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
@@ -106,29 +105,36 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
             Some((branch, to, analysis.deciding_reads(branch, Some(lp))))
         })
         .collect();
-    // A loop that waits with an acquire poll is an acquire loop: its other exits are usually
-    // abort or timeout checks (see Known problems).
-    let acquire_poll = exits.iter().flat_map(|(_, _, deciders)| deciders).any(|&id| {
-        polled_access(func.inst(id)).is_some_and(|mem| {
-            mem.sem.has_acquire() && mem.scope.is_some_and(|s| s.covers(required_scope(mem)))
+    // What each read that decides an exit is.
+    let exits: Vec<(InstId, fencelint_cfg::BlockId, Deciders)> = exits
+        .into_iter()
+        .map(|(branch, to, deciders)| {
+            let reads = deciders
+                .into_iter()
+                .filter_map(|load| {
+                    let mem = polled_access(func.inst(load))?;
+                    Some((load, decider(analysis, lp, load, mem, branch, sass)))
+                })
+                .collect();
+            (branch, to, reads)
         })
-    });
-    if acquire_poll {
-        return Vec::new();
-    }
+        .collect();
+    // A loop with an exit that waits with an acquire poll is an acquire loop: its other exits
+    // are usually abort or timeout checks, and are not reported (see Known problems). A relaxed
+    // poll that decides the same exit as the acquire poll is.
+    let acquire_exit =
+        |reads: &[(InstId, Decider)]| reads.iter().any(|(_, d)| *d == Decider::AcquirePoll);
+    let acquire_loop = exits.iter().any(|(_, _, reads)| acquire_exit(reads));
     let mut polls = Vec::new();
-    for (branch, to, deciders) in exits {
-        for load in deciders {
-            let Some(mem) = polled_access(func.inst(load)) else { continue };
-            if !may_be_poll(mem, sass) {
+    for (branch, to, reads) in exits {
+        if acquire_loop && !acquire_exit(&reads) {
+            continue;
+        }
+        for (load, decider) in reads {
+            if decider != Decider::Poll || !lp.address_is_invariant(analysis, load) {
                 continue;
             }
-            if !address_is_loop_invariant(analysis, lp, load) {
-                continue;
-            }
-            if acquired_before_branch(analysis, lp, load, branch, required_scope(mem)) {
-                continue;
-            }
+            let mem = polled_access(func.inst(load)).expect("deciders are polled accesses");
             polls.push(Poll {
                 load,
                 branch,
@@ -140,6 +146,53 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
         }
     }
     polls
+}
+
+/// The reads that decide one loop exit, and what each is.
+type Deciders = Vec<(InstId, Decider)>;
+
+/// What a read that decides a loop exit is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Decider {
+    /// An acquire load or atomic at a scope that covers its own, or a strong read with an
+    /// acquire on every path from it to the exit branch (in SASS, the `CCTL.IVALL` after it).
+    AcquirePoll,
+    /// A read that may be a poll ([`may_be_poll`]) with no acquire before the branch.
+    Poll,
+    /// Neither: an acquire too narrow for its own scope, a weak read followed by a fence, a read
+    /// that cannot be a poll.
+    Other,
+}
+
+fn decider(
+    analysis: &FunctionAnalysis<'_>,
+    lp: &Loop,
+    load: InstId,
+    mem: &MemAccess,
+    branch: InstId,
+    sass: bool,
+) -> Decider {
+    let required = required_scope(mem);
+    if mem.sem.has_acquire() {
+        return if mem.scope.is_some_and(|s| s.covers(required)) {
+            Decider::AcquirePoll
+        } else {
+            Decider::Other
+        };
+    }
+    let strong = mem.is_strong() && !mem.non_coherent;
+    if !strong && !may_be_poll(mem, sass) {
+        return Decider::Other;
+    }
+    let acquired = acquired_before_branch(analysis, lp, load, branch, required);
+    match (acquired, strong) {
+        (true, true) => Decider::AcquirePoll,
+        // A weak read followed by a fence is no acquire pattern, but the fence orders what
+        // follows the loop: not a poll to report either.
+        (true, false) => Decider::Other,
+        (false, _) if may_be_poll(mem, sass) => Decider::Poll,
+        (false, _) => Decider::Other,
+    }
 }
 
 /// Whether a poll of `mem` waits for a producer outside the CTA's cluster: a system-scope
@@ -166,45 +219,6 @@ fn required_scope(mem: &MemAccess) -> Scope {
         Some(scope) => scope.min(Scope::Gpu),
         None => Scope::Gpu,
     }
-}
-
-/// A poll reads the same location every iteration: every register in its address is
-/// [invariant](is_invariant) in the loop.
-fn address_is_loop_invariant(analysis: &FunctionAnalysis<'_>, lp: &Loop, load: InstId) -> bool {
-    let inst = analysis.func.inst(load);
-    let Some(address) = &inst.address else { return false };
-    let regs: Vec<_> = match &address.base {
-        fencelint_ir::AddrBase::Reg(reg) => vec![*reg],
-        fencelint_ir::AddrBase::Complex(regs) => regs.clone(),
-        fencelint_ir::AddrBase::Symbol(_) | fencelint_ir::AddrBase::Absolute => Vec::new(),
-    };
-    regs.into_iter().all(|reg| is_invariant(analysis, lp, load, reg, 0))
-}
-
-/// Whether `reg`, as read at `at`, has the same value in every iteration of `lp`: each of its
-/// reaching definitions is outside the loop, or is a copy of an invariant register, or a
-/// constant. ptxas re-materialises an address inside the loop when the register that held it
-/// is reused (`MOV R0, UR4` at the top of a loop whose `ATOMS.CAS R0, [R0], ...` overwrites
-/// `R0`).
-fn is_invariant(
-    analysis: &FunctionAnalysis<'_>,
-    lp: &Loop,
-    at: InstId,
-    reg: Reg,
-    depth: u8,
-) -> bool {
-    analysis.reaching_defs(at, reg).defs.iter().all(|&def| {
-        if !lp.contains_inst(analysis, def) {
-            return true;
-        }
-        match analysis.func.inst(def).value {
-            Some(ValueOp::Copy(src) | ValueOp::AddImm(src, _)) if src != reg => {
-                depth < 4 && is_invariant(analysis, lp, def, src, depth + 1)
-            }
-            Some(ValueOp::Param(_) | ValueOp::SymbolAddr(_) | ValueOp::Imm(_)) => true,
-            _ => false,
-        }
-    })
 }
 
 /// Whether every path from the poll to the exit branch, inside the loop, passes an acquire.
