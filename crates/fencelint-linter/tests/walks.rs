@@ -10,7 +10,8 @@
 //!   it must answer like a backward scan of every instruction (for every register use);
 //! - the CFG's successor and predecessor arrays, its dominator tree, `innermost_loop`'s table
 //!   and `Loop::memory_insts` must give what petgraph (its edge lists and `simple_fast`), a
-//!   scan of every loop and a filter of `Loop::insts` give.
+//!   scan of every loop and a filter of `Loop::insts` give;
+//! - `Loop::address_is_invariant`, on hand-written cases (`loop_address_invariance`).
 
 use std::path::Path;
 
@@ -254,4 +255,58 @@ fn reaching_definitions_answer_like_a_plain_backward_scan() {
         compared > 10_000 && with_defs > 5_000,
         "{compared} uses, {with_defs} with definitions"
     );
+}
+
+/// `Loop::address_is_invariant` on hand-written PTX (a test input, not compiler output): an
+/// address re-materialised inside the loop from an invariant register is invariant; one that
+/// advances every iteration, directly or through a copy round the loop, is not.
+#[test]
+fn loop_address_invariance() {
+    let ptx = |body: &str| {
+        format!(
+            ".version 8.5\n.target sm_90a\n.address_size 64\n\
+             .visible .entry k(.param .u64 p)\n{{\n\
+             .reg .pred %p<4>;\n.reg .b32 %r<8>;\n.reg .b64 %rd<8>;\n\
+             ld.param.u64 %rd1, [p];\n{body}\nret;\n}}\n"
+        )
+    };
+    // (loop body, whether the load's address is the same every iteration)
+    let cases = [
+        // The address is computed before the loop.
+        ("add.s64 %rd2, %rd1, 36;\n$L: ld.relaxed.gpu.global.u32 %r1, [%rd2];\n", true),
+        // Re-materialised inside the loop from a register defined outside it.
+        ("$L: add.s64 %rd2, %rd1, 36;\nld.relaxed.gpu.global.u32 %r1, [%rd2];\n", true),
+        // Through two copies inside the loop.
+        (
+            "$L: mov.b64 %rd3, %rd1;\nadd.s64 %rd2, %rd3, 8;\nld.relaxed.gpu.global.u32 %r1, [%rd2];\n",
+            true,
+        ),
+        // Advances every iteration.
+        (
+            "mov.b64 %rd2, %rd1;\n$L: ld.relaxed.gpu.global.u32 %r1, [%rd2];\nadd.s64 %rd2, %rd2, 4;\n",
+            false,
+        ),
+        // Advances through a copy round the loop.
+        (
+            "mov.b64 %rd2, %rd1;\n$L: ld.relaxed.gpu.global.u32 %r1, [%rd2];\nadd.s64 %rd3, %rd2, 4;\nmov.b64 %rd2, %rd3;\n",
+            false,
+        ),
+        // Loaded from memory inside the loop (a list walk).
+        (
+            "mov.b64 %rd2, %rd1;\n$L: ld.relaxed.gpu.global.u32 %r1, [%rd2];\nld.global.u64 %rd2, [%rd2+8];\n",
+            false,
+        ),
+    ];
+    for (body, invariant) in cases {
+        let text = ptx(&format!("{body}setp.eq.s32 %p1, %r1, 0;\n@%p1 bra $L;\n"));
+        let lowered = fencelint_lower::lower(FileId(0), &text, InputKind::Ptx, 0);
+        let func = &lowered.modules[0].functions[0];
+        let analysis = FunctionAnalysis::new(func);
+        let poll = func
+            .ids()
+            .find(|&id| func.inst(id).opcode.starts_with("ld.relaxed"))
+            .expect("the poll");
+        let lp = analysis.innermost_loop(poll).expect("the loop");
+        assert_eq!(lp.address_is_invariant(&analysis, poll), invariant, "{body}");
+    }
 }
