@@ -5,9 +5,8 @@
 //!   claim the next non-assertion line). Only the rule named by the directory runs, unless a
 //!   header `// fencelint: rules=a, b` names others.
 //! - `fixtures/compiled/<arch>/<stem>.*`: compiler output of `fixtures/kernels/<stem>.cu`, whose
-//!   kernels carry `// expect: [rule] "substring"` lines (optionally qualified: `expect(ptx)`,
-//!   `expect(sass)`, `expect(sass sm_80)`; every word must match the fixture's dialect or its
-//!   architecture folder) above their definitions. Every rule runs; matching is by kernel.
+//!   kernels carry `// expect: [rule] "substring"` lines (optionally `expect(ptx)` /
+//!   `expect(sass)`) above their definitions. Every rule runs; matching is by kernel.
 //!
 //! Matching is exhaustive both ways: every diagnostic is claimed and every expectation met.
 //! Kernel expectations that name a rule not (yet) in the registry document a hazard for a rule
@@ -236,7 +235,7 @@ fn annotated(path: &Utf8Path, text: String) -> TestResult {
     let dialect = kind.dialect().as_str();
     let expectations: Vec<Expectation> = annotated_expectations(path, &text)?
         .into_iter()
-        .filter(|e| e.dialect.as_deref().is_none_or(|q| qualifier_matches(q, dialect, None)))
+        .filter(|e| e.dialect.as_deref().is_none_or(|d| d == dialect))
         .collect();
     let mut db = SourceDb::new();
     let file = db.add(path.to_string(), text);
@@ -310,14 +309,6 @@ fn kernel_name(line: &str) -> Option<String> {
     }
 }
 
-/// Whether an `expect(...)` qualifier applies to a fixture of `dialect` (`ptx`, `sass`) compiled
-/// for `arch` (`sm_80`; `None` for annotated fixtures): every word of it must match.
-fn qualifier_matches(qualifier: &str, dialect: &str, arch: Option<&str>) -> bool {
-    qualifier
-        .split_whitespace()
-        .all(|word| if word.starts_with("sm_") { arch == Some(word) } else { word == dialect })
-}
-
 fn compiled(path: &Utf8Path, text: String) -> TestResult {
     let file_name = path.file_name().ok_or("no file name")?;
     let stem = file_name.split('.').next().ok_or("no stem")?;
@@ -329,10 +320,9 @@ fn compiled(path: &Utf8Path, text: String) -> TestResult {
         return Err(format!("{path}: not recognised as PTX or SASS").into());
     };
     let dialect = kind.dialect().as_str();
-    let arch = path.parent().and_then(Utf8Path::file_name);
     let (expectations, pending): (Vec<Expectation>, Vec<Expectation>) = kernel_expectations(&cu)?
         .into_iter()
-        .filter(|e| e.dialect.as_deref().is_none_or(|q| qualifier_matches(q, dialect, arch)))
+        .filter(|e| e.dialect.as_deref().is_none_or(|d| d == dialect))
         .partition(|e| fencelint_rules::find_rule(&e.rule).is_some());
     for e in &pending {
         eprintln!(

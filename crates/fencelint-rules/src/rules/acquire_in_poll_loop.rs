@@ -43,6 +43,18 @@ impl Rule for AcquireInPollLoop {
                     spin.polls.iter().copied().find(|&poll| analysis.dominates(poll, id))
                 };
                 let Some(poll) = poll else { continue };
+                // A guarded invalidate costs every iteration only when it runs whenever its
+                // poll does: the acquire half of a poll under the same guard (`@P0 LDGMC ...;
+                // @P0 CCTL.IVALL`, one of two polls chosen by a kernel argument). The
+                // invalidate of an `.acquire.cluster` mbarrier wait is guarded by the wait's
+                // success instead, and runs once, when the loop exits.
+                let guard = analysis.func.inst(id).guard;
+                if cost == Cost::Invalidate
+                    && guard.is_some()
+                    && guard != analysis.func.inst(poll).guard
+                {
+                    continue;
+                }
                 if reported.contains(&id) {
                     continue;
                 }
@@ -141,7 +153,7 @@ enum Cost {
     AcquireAccess,
     /// `fence.acq_rel` / `fence.acquire` / `fence.sc` above `.cta` scope.
     Fence,
-    /// SASS `CCTL.IVALL`, unguarded.
+    /// SASS `CCTL.IVALL`, unguarded or under its poll's guard.
     Invalidate,
 }
 
@@ -154,11 +166,8 @@ fn per_iteration_acquire(inst: &Inst) -> Option<Cost> {
         InstKind::Fence(Fence { kind: FenceKind::Plain, sem, scope }) => {
             (sem.has_acquire() && scope.is_some_and(|s| s > Scope::Cta)).then_some(Cost::Fence)
         }
-        // ptxas guards the invalidate of an `.acquire.cluster` mbarrier wait with the wait's
-        // success predicate: it runs once, when the loop exits.
-        InstKind::Fence(Fence { kind: FenceKind::L1Invalidate, .. }) if inst.guard.is_none() => {
-            Some(Cost::Invalidate)
-        }
+        // Guarded ones are sorted out against the poll (see `check_function`).
+        InstKind::Fence(Fence { kind: FenceKind::L1Invalidate, .. }) => Some(Cost::Invalidate),
         _ => None,
     }
 }
