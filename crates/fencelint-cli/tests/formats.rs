@@ -281,12 +281,12 @@ fn locations_source_points_at_the_cu_line_and_input_at_the_ptx() {
     let source = check("short", &[]);
     let input = check("short", &["--locations", "input"]);
     assert_eq!(source, check("short", &["--locations", "source"]), "source is the default");
-    // Three kernels poll through the inlined helper at line 28 of the source.
+    // Four kernels poll through the inlined helper at line 28 of the source.
     let ptx = "`ld.acquire.gpu.global.u32` acquires";
     let at_source = "fixtures/kernels/spin_poll.cu:28:5: warning[acquire-in-poll-loop]: \
          `ld.acquire.gpu.global.u32` acquires on every iteration of a spin loop";
-    assert_eq!(lines_with(&source, ptx), [at_source; 3]);
-    let at_input: Vec<String> = [494, 1287, 1364]
+    assert_eq!(lines_with(&source, ptx), [at_source; 4]);
+    let at_input: Vec<String> = [494, 1287, 1364, 1555]
         .iter()
         .map(|line| {
             format!(
@@ -344,7 +344,7 @@ fn sarif_locations_source_and_input() {
     let sass = &mapped["relatedLocations"][0]["physicalLocation"];
     assert_eq!(sass["artifactLocation"]["uri"], "fixtures/compiled/sm_90a/spin_poll.nvdisasm.sass");
     assert_eq!(sass["address"]["absoluteAddress"], 0x40);
-    assert_eq!(sass["region"]["startLine"], 937);
+    assert_eq!(sass["region"]["startLine"], 1135);
 
     // With input, the SASS instruction is the primary location, with every region field.
     let unmapped = find(&input, "poll_acquire");

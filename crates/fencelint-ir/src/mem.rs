@@ -153,6 +153,14 @@ impl MemAccess {
         self.sem.is_strong()
     }
 
+    /// Whether another thread may write what this access touches while the kernel runs:
+    /// [shareable](Space::is_shareable) memory through the coherent path. Kernel parameters, the
+    /// constant bank and local memory are not shareable, and a `.nc` load may only read memory
+    /// that nothing writes during the kernel: such an access races with nothing.
+    pub const fn others_may_write(&self) -> bool {
+        self.space.is_shareable() && !self.non_coherent
+    }
+
     /// The scope the access is strong at: `.volatile` and `.mmio` count as `.sys`.
     pub fn effective_scope(&self) -> Option<Scope> {
         match self.sem {

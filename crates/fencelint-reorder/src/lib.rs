@@ -34,7 +34,7 @@ use std::collections::{BTreeMap, HashMap};
 pub use debug_section::{ptx_from_debug_section, ptxas_version};
 use fencelint_diagnostics::{Diagnostic, Label, Severity, codes, stable_hash};
 use fencelint_ir::{
-    AsyncOp, Barrier, Fence, FenceKind, Function, Inst, InstId, InstKind, MbarrierOp, Module, Space,
+    AsyncOp, Barrier, Fence, FenceKind, Function, Inst, InstId, InstKind, MbarrierOp, Module,
 };
 use fencelint_source::{Dialect, FileId};
 
@@ -247,16 +247,11 @@ struct Access {
 
 impl Access {
     fn of(kind: &InstKind) -> Self {
-        // Loads of memory that no other thread writes while the kernel runs (kernel
-        // parameters, the constant bank, `.nc` loads) and accesses of the thread's own local
-        // memory race with nothing: moving them across a wait or barrier is no hazard.
-        if let InstKind::Load(mem) = kind
-            && (mem.non_coherent || matches!(mem.space, Space::Const | Space::Param | Space::Local))
-        {
-            return Self::default();
-        }
-        if let InstKind::Store(mem) = kind
-            && mem.space == Space::Local
+        // Accesses of memory that no other thread writes while the kernel runs (kernel
+        // parameters, the constant bank, local memory, `.nc` loads) race with nothing: moving
+        // them across a wait or barrier is no hazard.
+        if let InstKind::Load(mem) | InstKind::Store(mem) = kind
+            && !mem.others_may_write()
         {
             return Self::default();
         }

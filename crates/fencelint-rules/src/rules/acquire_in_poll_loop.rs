@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use fencelint_cfg::{FunctionAnalysis, Loop};
-use fencelint_ir::{Dialect, Fence, FenceKind, Inst, InstId, InstKind, MemAccess, Scope, Space};
+use fencelint_ir::{Dialect, Fence, FenceKind, Inst, InstId, InstKind, MemAccess, Scope};
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
 
@@ -126,12 +126,12 @@ fn spin_loop(analysis: &FunctionAnalysis<'_>, lp: &Loop) -> Option<Spin> {
     Some(Spin { polls, exit: exit?, scope })
 }
 
-/// Whether `inst` reads or writes memory that a loop iteration may need ordered: loads of
-/// kernel parameters and of the constant bank (ptxas reloads a pointer parameter with `LDC`
-/// inside the loop) read memory that nothing writes while the kernel runs.
+/// Whether `inst` reads or writes memory that a loop iteration may need ordered. Loads and
+/// stores of memory that no other thread writes while the kernel runs need no acquire: ptxas
+/// reloads a pointer parameter with `LDC` inside the loop, and spills to local memory.
 fn accesses_memory(inst: &Inst) -> bool {
-    if let InstKind::Load(mem) = &inst.kind
-        && matches!(mem.space, Space::Const | Space::Param)
+    if let InstKind::Load(mem) | InstKind::Store(mem) = &inst.kind
+        && !mem.others_may_write()
     {
         return false;
     }

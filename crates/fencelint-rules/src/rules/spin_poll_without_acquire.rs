@@ -83,7 +83,7 @@ fn polled_access(inst: &Inst) -> Option<&MemAccess> {
 /// weak-looking SASS poll carries no usable ordering fact.
 fn may_be_poll(mem: &MemAccess, sass: bool) -> bool {
     let weak_in_sass = sass && mem.sem == Sem::Weak;
-    mem.space.is_shareable() && !mem.non_coherent && !mem.sem.has_acquire() && !weak_in_sass
+    mem.others_may_write() && !mem.sem.has_acquire() && !weak_in_sass
 }
 
 fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll> {
@@ -96,45 +96,39 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
     if !candidate {
         return Vec::new();
     }
-    let exits: Vec<(InstId, fencelint_cfg::BlockId, Vec<InstId>)> = lp
+    // Each exit, with the reads that decide it and what each of them is.
+    let exits: Vec<(InstId, fencelint_cfg::BlockId, Deciders<'_>)> = lp
         .exits
         .iter()
         .filter_map(|&(from, to)| {
             let branch = analysis.cfg.block(from).last();
             func.inst(branch).guard?;
-            Some((branch, to, analysis.deciding_reads(branch, Some(lp))))
-        })
-        .collect();
-    // What each read that decides an exit is.
-    let exits: Vec<(InstId, fencelint_cfg::BlockId, Deciders)> = exits
-        .into_iter()
-        .map(|(branch, to, deciders)| {
-            let reads = deciders
+            let reads = analysis
+                .deciding_reads(branch, Some(lp))
                 .into_iter()
                 .filter_map(|load| {
                     let mem = polled_access(func.inst(load))?;
-                    Some((load, decider(analysis, lp, load, mem, branch, sass)))
+                    Some((load, mem, decider(analysis, lp, load, mem, branch, sass)))
                 })
                 .collect();
-            (branch, to, reads)
+            Some((branch, to, reads))
         })
         .collect();
     // A loop with an exit that waits with an acquire poll is an acquire loop: its other exits
     // are usually abort or timeout checks, and are not reported (see Known problems). A relaxed
     // poll that decides the same exit as the acquire poll is.
     let acquire_exit =
-        |reads: &[(InstId, Decider)]| reads.iter().any(|(_, d)| *d == Decider::AcquirePoll);
+        |reads: &Deciders<'_>| reads.iter().any(|&(_, _, d)| d == Decider::AcquirePoll);
     let acquire_loop = exits.iter().any(|(_, _, reads)| acquire_exit(reads));
     let mut polls = Vec::new();
     for (branch, to, reads) in exits {
         if acquire_loop && !acquire_exit(&reads) {
             continue;
         }
-        for (load, decider) in reads {
+        for (load, mem, decider) in reads {
             if decider != Decider::Poll || !lp.address_is_invariant(analysis, load) {
                 continue;
             }
-            let mem = polled_access(func.inst(load)).expect("deciders are polled accesses");
             polls.push(Poll {
                 load,
                 branch,
@@ -148,8 +142,8 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
     polls
 }
 
-/// The reads that decide one loop exit, and what each is.
-type Deciders = Vec<(InstId, Decider)>;
+/// The reads that decide one loop exit, their accesses, and what each is.
+type Deciders<'f> = Vec<(InstId, &'f MemAccess, Decider)>;
 
 /// What a read that decides a loop exit is.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -181,7 +175,8 @@ fn decider(
         };
     }
     let strong = mem.is_strong() && !mem.non_coherent;
-    if !strong && !may_be_poll(mem, sass) {
+    let may_poll = may_be_poll(mem, sass);
+    if !strong && !may_poll {
         return Decider::Other;
     }
     let acquired = acquired_before_branch(analysis, lp, load, branch, required);
@@ -190,7 +185,7 @@ fn decider(
         // A weak read followed by a fence is no acquire pattern, but the fence orders what
         // follows the loop: not a poll to report either.
         (true, false) => Decider::Other,
-        (false, _) if may_be_poll(mem, sass) => Decider::Poll,
+        (false, _) if may_poll => Decider::Poll,
         (false, _) => Decider::Other,
     }
 }
@@ -286,7 +281,7 @@ fn same_address(analysis: &FunctionAnalysis<'_>, id: InstId, poll: InstId) -> bo
 /// read data that no thread writes during the kernel.
 fn reads_published(inst: &Inst) -> bool {
     match &inst.kind {
-        InstKind::Load(mem) => mem.space.is_shareable() && !mem.is_strong() && !mem.non_coherent,
+        InstKind::Load(mem) => mem.others_may_write() && !mem.is_strong(),
         InstKind::Multimem { op: MultimemOp::LdReduce, .. } => true,
         _ => false,
     }
