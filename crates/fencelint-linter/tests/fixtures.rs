@@ -8,6 +8,8 @@
 //!   kernels carry `// expect: [rule] "substring"` lines (optionally `expect(ptx)` /
 //!   `expect(sass)`) above their definitions. Every rule runs; matching is by kernel.
 //!
+//! `[rule:note]` (or `:warning`, `:error`) also requires the finding's severity.
+//!
 //! Matching is exhaustive both ways: every diagnostic is claimed and every expectation met.
 //! Kernel expectations that name a rule not (yet) in the registry document a hazard for a rule
 //! still to be built; they are skipped, and the test output lists them.
@@ -42,6 +44,8 @@ struct Expectation {
     line: usize,
     kernel: Option<String>,
     rule: String,
+    /// The severity the finding must have (`[rule:note]`), when written.
+    severity: Option<String>,
     substring: Option<String>,
     column: Option<usize>,
     dialect: Option<String>,
@@ -49,8 +53,12 @@ struct Expectation {
     written_at: String,
 }
 
-/// Parses `[rule] "substring"` with an optional leading column number.
-fn parse_assertion(text: &str) -> Option<(Option<usize>, String, Option<String>)> {
+/// The parts of one assertion: column, rule, severity, substring.
+type Assertion = (Option<usize>, String, Option<String>, Option<String>);
+
+/// Parses `[rule] "substring"` or `[rule:severity] "substring"` with an optional leading
+/// column number.
+fn parse_assertion(text: &str) -> Option<Assertion> {
     let text = text.trim();
     let (column, rest) = match text.split_once(' ') {
         Some((first, rest)) if first.chars().all(|c| c.is_ascii_digit()) && !first.is_empty() => {
@@ -62,7 +70,11 @@ fn parse_assertion(text: &str) -> Option<(Option<usize>, String, Option<String>)
     let (rule, rest) = rest.split_once(']')?;
     let rest = rest.trim();
     let substring = rest.strip_prefix('"').and_then(|r| r.strip_suffix('"')).map(ToOwned::to_owned);
-    Some((column, rule.trim().to_owned(), substring))
+    let (rule, severity) = match rule.trim().split_once(':') {
+        Some((rule, severity)) => (rule, Some(severity.trim().to_owned())),
+        None => (rule.trim(), None),
+    };
+    Some((column, rule.to_owned(), severity, substring))
 }
 
 /// Finds `expect:` or `expect(dialect):` in a comment on this line.
@@ -88,12 +100,13 @@ fn annotated_expectations(path: &Utf8Path, text: &str) -> Result<Vec<Expectation
     let mut stacked: Vec<Expectation> = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         if let Some((dialect, rest, standalone)) = find_assertion(line) {
-            let (column, rule, substring) = parse_assertion(rest)
+            let (column, rule, severity, substring) = parse_assertion(rest)
                 .ok_or_else(|| format!("{path}:{}: malformed expectation `{line}`", i + 1))?;
             let expectation = Expectation {
                 line: i + 1,
                 kernel: None,
                 rule,
+                severity,
                 substring,
                 column,
                 dialect,
@@ -170,6 +183,11 @@ fn match_all(
             }
             if let Some(sub) = &expectation.substring
                 && !d.message.contains(sub.as_str())
+            {
+                return false;
+            }
+            if let Some(severity) = &expectation.severity
+                && d.severity.as_str() != severity
             {
                 return false;
             }
@@ -250,12 +268,13 @@ fn kernel_expectations(cu: &Path) -> Result<Vec<Expectation>, String> {
     let mut stacked: Vec<Expectation> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if let Some((dialect, rest, true)) = find_assertion(line) {
-            let (_, rule, substring) = parse_assertion(rest)
+            let (_, rule, severity, substring) = parse_assertion(rest)
                 .ok_or_else(|| format!("{}:{}: malformed expectation", cu.display(), i + 1))?;
             stacked.push(Expectation {
                 line: i + 1,
                 kernel: None,
                 rule,
+                severity,
                 substring,
                 column: None,
                 dialect,

@@ -115,6 +115,15 @@ impl Report<'_, '_> {
         self
     }
 
+    /// Lowers the finding's severity to `cap` when the configured one is higher: for a finding
+    /// the rule is less sure of than of its others.
+    #[must_use]
+    pub fn at_most(mut self, cap: Severity) -> Self {
+        let diagnostic = self.diag();
+        diagnostic.severity = diagnostic.severity.min(cap);
+        self
+    }
+
     #[must_use]
     pub fn note(mut self, note: impl Into<String>) -> Self {
         self.diag().notes.push(note.into());

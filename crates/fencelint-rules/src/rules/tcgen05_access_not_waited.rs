@@ -5,6 +5,8 @@
 use fencelint_cfg::{FunctionAnalysis, Point};
 use fencelint_ir::{Barrier, Dialect, InstId, InstKind, MbarrierOp, Tcgen05Op};
 
+use fencelint_diagnostics::Severity;
+
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
 
 pub(crate) struct Tcgen05AccessNotWaited;
@@ -36,7 +38,12 @@ impl Rule for Tcgen05AccessNotWaited {
             }
             let handovers = unwaited_handovers(analysis, access, kind);
             let Some(&first) = handovers.first() else { continue };
-            report(cx, access, kind, first, handovers.len());
+            let later = handovers
+                .iter()
+                .map(|&handover| waited_before_another_arrive(analysis, handover, kind))
+                .collect::<Option<Vec<_>>>()
+                .and_then(|later| later.first().copied());
+            report(cx, access, kind, first, handovers.len(), later);
         }
     }
 }
@@ -98,7 +105,47 @@ fn unwaited_handovers(
     )
 }
 
-fn report(cx: &mut FunctionCx<'_>, access: InstId, kind: Access, handover: InstId, n: usize) {
+/// For an mbarrier arrive `handover` that an access reaches unwaited: the wait and the arrive
+/// after it when every path from `handover` waits for the access before the thread exits, and
+/// the first arrive after that wait is on another mbarrier. The thread then hands the columns
+/// over at that later arrive, and `handover` most likely releases something else (a
+/// shared-memory stage): the shape of every finding on the flashinfer-cubin sample
+/// (docs/audit.md). A later `tcgen05.dealloc`, barrier or arrive on the same mbarrier does not
+/// count.
+fn waited_before_another_arrive(
+    analysis: &FunctionAnalysis<'_>,
+    handover: InstId,
+    kind: Access,
+) -> Option<(InstId, InstId)> {
+    let func = analysis.func;
+    let arrive_address = |id: InstId| match func.inst(id).kind {
+        InstKind::Mbarrier(MbarrierOp::Arrive { .. }) => func.inst(id).address.as_ref(),
+        _ => None,
+    };
+    let first_address = arrive_address(handover)?;
+    let waits =
+        |id: InstId| matches!(func.inst(id).kind, InstKind::Tcgen05(op) if kind.completes(op));
+    let after = Point::After(handover);
+    // Every path waits: no exit is reachable on a path without the wait.
+    let ends = |id: InstId| func.inst(id).control.exits;
+    if !analysis.reachable_avoiding(after, ends, waits).is_empty() {
+        return None;
+    }
+    let &wait = analysis.reachable_avoiding(after, waits, |_| false).first()?;
+    let &next = analysis
+        .reachable_avoiding(Point::After(wait), |id| is_handover(&func.inst(id).kind), |_| false)
+        .first()?;
+    (arrive_address(next)? != first_address).then_some((wait, next))
+}
+
+fn report(
+    cx: &mut FunctionCx<'_>,
+    access: InstId,
+    kind: Access,
+    handover: InstId,
+    n: usize,
+    later: Option<(InstId, InstId)>,
+) {
     let sass = cx.module.dialect == Some(Dialect::Sass);
     let access_inst = cx.inst(access);
     let handover_inst = cx.inst(handover);
@@ -120,7 +167,9 @@ fn report(cx: &mut FunctionCx<'_>, access: InstId, kind: Access, handover: InstI
         InstKind::Tcgen05(Tcgen05Op::Dealloc) => "the columns are freed here",
         _ => "the columns are handed over here",
     };
-    let help = if sass {
+    let help = if later.is_some() {
+        format!("if this arrive hands the columns over, insert `{};` before it", kind.wait())
+    } else if sass {
         format!(
             "insert `{};` after the `tcgen05.st` in the PTX (ptxas emits `FENCE.VIEW.ASYNC.T`)",
             kind.wait()
@@ -140,6 +189,17 @@ fn report(cx: &mut FunctionCx<'_>, access: InstId, kind: Access, handover: InstI
     if n > 1 {
         report = report
             .note(format!("{} more handovers after this access are not waited for either", n - 1));
+    }
+    if let Some((wait, next)) = later {
+        report = report
+            .at_most(Severity::Note)
+            .secondary(wait, "waited for later, on every path")
+            .secondary(next, "and then handed over on another mbarrier")
+            .note(
+                "the access is waited for later, before an arrive on another mbarrier: that \
+                 arrive most likely hands the columns over and this one releases something \
+                 else, which SASS and PTX cannot tell apart (reported as a note)",
+            );
     }
     drop(report);
 }
