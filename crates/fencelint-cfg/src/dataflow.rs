@@ -292,6 +292,68 @@ impl FunctionAnalysis<'_> {
         found
     }
 
+    /// Whether `to`, the last instruction of its block (a branch), can execute after `from` on a
+    /// path that stays in blocks satisfying `stay_in` and meets no instruction satisfying
+    /// `is_blocker`, which must hold only for memory and ordering instructions (as for
+    /// [`FunctionAnalysis::reachable_avoiding_memory`]). The same answer as
+    /// `reachable_avoiding(from, |id| id == to, |id| !stay_in(block_of(id)) || is_blocker(id))`
+    /// for non-empty blocks, with `stay_in` asked once a block instead of once an instruction
+    /// and only the memory instructions tested. A walk over the step budget answers `false` and
+    /// marks the analysis incomplete, as that walk does.
+    pub fn reaches_avoiding_memory(
+        &self,
+        from: Point,
+        to: InstId,
+        stay_in: impl Fn(BlockId) -> bool,
+        is_blocker: impl Fn(InstId) -> bool,
+    ) -> bool {
+        let cfg = &self.cfg;
+        let goal = cfg.block_of(to);
+        let mut seen = self.visited(&self.walk_marks);
+        let mut steps = 0usize;
+        let mut work: VecDeque<(BlockId, Option<InstId>)> = match from {
+            Point::After(inst) => VecDeque::from([(cfg.block_of(inst), Some(inst))]),
+            Point::BlockStart(block) => {
+                if !stay_in(block) {
+                    return false;
+                }
+                seen.insert(block);
+                VecDeque::from([(block, None)])
+            }
+        };
+        while let Some((block, after)) = work.pop_front() {
+            let insts = &cfg.block(block).insts;
+            let start = after.map_or(insts.start, |a| (a.0 + 1).max(insts.start)).min(insts.end);
+            // A path that reaches the goal block stops at `to`, the block's last instruction.
+            let end = if block == goal && to.0 >= start { to.0 } else { insts.end };
+            let only = self.block_memory_insts(block);
+            let first =
+                if start == insts.start { 0 } else { only.partition_point(|id| id.0 < start) };
+            let blocked_at = only[first..]
+                .iter()
+                .take_while(|id| id.0 < end)
+                .find(|&&id| is_blocker(id))
+                .map(|id| id.0);
+            steps += blocked_at.map_or(end - start, |at| at - start + 1) as usize;
+            if steps > self.budget.walk_steps {
+                self.mark_incomplete();
+                return false;
+            }
+            if blocked_at.is_some() {
+                continue;
+            }
+            if block == goal && to.0 >= start {
+                return true;
+            }
+            for succ in cfg.successors(block) {
+                if stay_in(succ) && seen.insert(succ) {
+                    work.push_back((succ, None));
+                }
+            }
+        }
+        false
+    }
+
     /// One path of instructions from `from` to `to` that avoids blockers, for pictures and
     /// secondary labels. Returns block ids along the path.
     pub fn path_blocks(&self, from: BlockId, to: BlockId) -> Option<Vec<BlockId>> {

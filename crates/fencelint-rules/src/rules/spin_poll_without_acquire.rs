@@ -239,13 +239,12 @@ fn acquired_before_branch(
     if dominated {
         return true;
     }
-    analysis
-        .reachable_avoiding(
-            Point::After(load),
-            |id| id == branch,
-            |id| !lp.contains_inst(analysis, id) || is_acquire(analysis, id, load, required),
-        )
-        .is_empty()
+    !analysis.reaches_avoiding_memory(
+        Point::After(load),
+        branch,
+        |block| lp.contains(block),
+        |id| is_acquire(analysis, id, load, required),
+    )
 }
 
 /// Whether `inst` orders later reads after the polled flag read at `required` scope.
