@@ -96,6 +96,10 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
     if !candidate {
         return Vec::new();
     }
+    // The loop's instructions that can order the exits' reads (a few fences and barriers in
+    // loops of hundreds of memory instructions): each read tests only these.
+    let orderers: Vec<InstId> =
+        lp.memory_insts(analysis).filter(|&id| may_acquire(&func.inst(id).kind)).collect();
     // Each exit, with the reads that decide it and what each of them is.
     let exits: Vec<(InstId, fencelint_cfg::BlockId, Deciders<'_>)> = lp
         .exits
@@ -108,7 +112,7 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
                 .into_iter()
                 .filter_map(|load| {
                     let mem = polled_access(func.inst(load))?;
-                    Some((load, mem, decider(analysis, lp, load, mem, branch, sass)))
+                    Some((load, mem, decider(analysis, lp, &orderers, load, mem, branch, sass)))
                 })
                 .collect();
             Some((branch, to, reads))
@@ -161,6 +165,7 @@ enum Decider {
 fn decider(
     analysis: &FunctionAnalysis<'_>,
     lp: &Loop,
+    orderers: &[InstId],
     load: InstId,
     mem: &MemAccess,
     branch: InstId,
@@ -179,7 +184,7 @@ fn decider(
     if !strong && !may_poll {
         return Decider::Other;
     }
-    let acquired = acquired_before_branch(analysis, lp, load, branch, required);
+    let acquired = acquired_before_branch(analysis, lp, orderers, load, branch, required);
     match (acquired, strong) {
         (true, true) => Decider::AcquirePoll,
         // A weak read followed by a fence is no acquire pattern, but the fence orders what
@@ -226,11 +231,12 @@ fn required_scope(mem: &MemAccess) -> Scope {
 fn acquired_before_branch(
     analysis: &FunctionAnalysis<'_>,
     lp: &Loop,
+    orderers: &[InstId],
     load: InstId,
     branch: InstId,
     required: Scope,
 ) -> bool {
-    let dominated = lp.memory_insts(analysis).any(|id| {
+    let dominated = orderers.iter().any(|&id| {
         id != load
             && analysis.dominates(load, id)
             && analysis.dominates(id, branch)
@@ -247,9 +253,33 @@ fn acquired_before_branch(
     )
 }
 
-/// Whether `inst` orders later reads after the polled flag read at `required` scope.
+/// Whether an instruction of this kind can be an acquire for some poll ([`is_acquire`]).
+fn may_acquire(kind: &InstKind) -> bool {
+    match kind {
+        InstKind::Fence(_)
+        | InstKind::Barrier(Barrier::CtaSync | Barrier::CtaReduce | Barrier::ClusterWait) => true,
+        InstKind::Load(mem) | InstKind::Atomic { mem, returns: true } => mem.sem.has_acquire(),
+        _ => false,
+    }
+}
+
+/// Whether `inst` orders later reads after the polled flag read at `required` scope. Holds only
+/// for the kinds [`may_acquire`] accepts.
 fn is_acquire(analysis: &FunctionAnalysis<'_>, id: InstId, poll: InstId, required: Scope) -> bool {
-    match &analysis.func.inst(id).kind {
+    let kind = &analysis.func.inst(id).kind;
+    let acquire = is_acquire_of_kind(analysis, kind, id, poll, required);
+    debug_assert!(!acquire || may_acquire(kind), "may_acquire must accept every acquire");
+    acquire
+}
+
+fn is_acquire_of_kind(
+    analysis: &FunctionAnalysis<'_>,
+    kind: &InstKind,
+    id: InstId,
+    poll: InstId,
+    required: Scope,
+) -> bool {
+    match kind {
         InstKind::Fence(fence) => {
             fence.acquires_at(required)
                 || (fence.kind == FenceKind::Plain
