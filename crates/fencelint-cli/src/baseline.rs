@@ -4,6 +4,11 @@
 //! kernel and a normalized window of instructions around the finding), never by line or
 //! address, so recompiling with unrelated changes keeps old findings matched. Matching counts:
 //! an entry with `count: 2` hides two findings with that identity, and a third one shows.
+//!
+//! What the fingerprints leave unmatched is matched a second time by anchor (the rule, the
+//! kernel and the opcodes of the labelled instructions, without the window), against the
+//! entries the first pass left over: a recompile that schedules other instructions around a
+//! finding changes its window, not what it is about.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -28,6 +33,10 @@ pub(crate) struct Entry {
     pub rule: String,
     pub kernel: Option<String>,
     pub fingerprint: String,
+    /// The findings' anchor (`Diagnostic::anchor`); absent in baselines written before it was,
+    /// whose entries are then matched by fingerprint only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<String>,
     /// Where the findings were when the baseline was written (for people; not matched).
     pub file: String,
     /// The first finding's message (for people; not matched).
@@ -35,15 +44,23 @@ pub(crate) struct Entry {
     pub count: usize,
 }
 
-/// The identity a baseline matches by: rule, kernel, fingerprint.
+/// The identity a baseline matches by first: rule, kernel, fingerprint.
 type Key = (String, Option<String>, String);
 
-/// How entries are grouped when written: file, kernel, rule, fingerprint.
-type GroupKey = (String, Option<String>, String, String);
+/// The identity it matches by second: rule, kernel, anchor.
+type AnchorKey = (String, Option<String>, String);
+
+/// How entries are grouped when written: file, kernel, rule, fingerprint, anchor.
+type GroupKey = (String, Option<String>, String, String, Option<String>);
 
 fn key_of(diagnostic: &Diagnostic) -> Option<Key> {
     let fingerprint = diagnostic.fingerprint.clone()?;
     Some((diagnostic.rule.clone(), diagnostic.kernel.clone(), fingerprint))
+}
+
+fn anchor_key_of(diagnostic: &Diagnostic) -> Option<AnchorKey> {
+    let anchor = diagnostic.anchor.clone()?;
+    Some((diagnostic.rule.clone(), diagnostic.kernel.clone(), anchor))
 }
 
 /// Builds a baseline from the findings of a run. Diagnostics without a fingerprint (input and
@@ -57,16 +74,17 @@ pub(crate) fn build(db: &SourceDb, diagnostics: &[Diagnostic]) -> BaselineFile {
         };
         let file = db.get(diagnostic.primary.file).map_or("", |f| f.name()).to_owned();
         groups
-            .entry((file, kernel, rule, fingerprint))
+            .entry((file, kernel, rule, fingerprint, diagnostic.anchor.clone()))
             .or_insert_with(|| (diagnostic.message.clone(), 0))
             .1 += 1;
     }
     let entries = groups
         .into_iter()
-        .map(|((file, kernel, rule, fingerprint), (message, count))| Entry {
+        .map(|((file, kernel, rule, fingerprint, anchor), (message, count))| Entry {
             rule,
             kernel,
             fingerprint,
+            anchor,
             file,
             message,
             count,
@@ -106,46 +124,80 @@ pub(crate) fn parse(text: &str) -> Result<Baseline, String> {
             file.version
         ));
     }
-    let mut counts = BTreeMap::new();
-    for entry in file.entries {
-        *counts.entry((entry.rule, entry.kernel, entry.fingerprint)).or_insert(0) += entry.count;
-    }
-    Ok(Baseline { counts })
+    Ok(Baseline::from_entries(file.entries))
 }
 
 /// Accepted findings by identity, with how many of each.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Baseline {
-    counts: BTreeMap<Key, usize>,
+    /// By fingerprint identity: how many findings each anchor of it accepts (an identity has
+    /// one anchor unless entries disagree).
+    counts: BTreeMap<Key, BTreeMap<Option<String>, usize>>,
 }
 
 impl Baseline {
-    /// The baseline that accepts exactly these findings.
-    pub(crate) fn of(db: &SourceDb, diagnostics: &[Diagnostic]) -> Self {
-        let mut counts = BTreeMap::new();
-        for entry in build(db, diagnostics).entries {
-            *counts.entry((entry.rule, entry.kernel, entry.fingerprint)).or_insert(0) +=
-                entry.count;
+    fn from_entries(entries: Vec<Entry>) -> Self {
+        let mut counts: BTreeMap<Key, BTreeMap<Option<String>, usize>> = BTreeMap::new();
+        for entry in entries {
+            *counts
+                .entry((entry.rule, entry.kernel, entry.fingerprint))
+                .or_default()
+                .entry(entry.anchor)
+                .or_insert(0) += entry.count;
         }
         Self { counts }
     }
 
+    /// The baseline that accepts exactly these findings.
+    pub(crate) fn of(db: &SourceDb, diagnostics: &[Diagnostic]) -> Self {
+        Self::from_entries(build(db, diagnostics).entries)
+    }
+
     /// Drops the findings the baseline accepts, in the diagnostics' order, and returns how many.
+    /// First by fingerprint; then what is left of both sides by anchor.
     pub(crate) fn filter(&self, diagnostics: &mut Vec<Diagnostic>) -> usize {
         let mut left = self.counts.clone();
-        let before = diagnostics.len();
-        diagnostics.retain(|diagnostic| {
-            let Some(key) = key_of(diagnostic) else {
-                return true;
+        let mut accepted = vec![false; diagnostics.len()];
+        for (diagnostic, accepted) in diagnostics.iter().zip(&mut accepted) {
+            let Some(anchors) = key_of(diagnostic).and_then(|key| left.get_mut(&key)) else {
+                continue;
             };
-            match left.get_mut(&key) {
-                Some(count) if *count > 0 => {
-                    *count -= 1;
-                    false
-                }
-                _ => true,
+            // The finding's own anchor first, then any other of the identity.
+            let own = anchors.get(&diagnostic.anchor).is_some_and(|&n| n > 0);
+            let slot = if own {
+                anchors.get_mut(&diagnostic.anchor)
+            } else {
+                anchors.values_mut().find(|n| **n > 0)
+            };
+            if let Some(count) = slot {
+                *count -= 1;
+                *accepted = true;
             }
-        });
+        }
+        // The second pass: entries with findings left over, by anchor.
+        let mut by_anchor: BTreeMap<AnchorKey, usize> = BTreeMap::new();
+        for ((rule, kernel, _), anchors) in left {
+            for (anchor, count) in anchors {
+                if let Some(anchor) = anchor.filter(|_| count > 0) {
+                    *by_anchor.entry((rule.clone(), kernel.clone(), anchor)).or_insert(0) += count;
+                }
+            }
+        }
+        for (diagnostic, accepted) in diagnostics.iter().zip(&mut accepted) {
+            if *accepted {
+                continue;
+            }
+            if let Some(count) = anchor_key_of(diagnostic)
+                .and_then(|key| by_anchor.get_mut(&key))
+                .filter(|n| **n > 0)
+            {
+                *count -= 1;
+                *accepted = true;
+            }
+        }
+        let before = diagnostics.len();
+        let mut accepted = accepted.into_iter();
+        diagnostics.retain(|_| !accepted.next().unwrap_or(false));
         before - diagnostics.len()
     }
 }
@@ -195,6 +247,57 @@ mod tests {
         assert_eq!(baseline.filter(&mut again), 3);
         assert_eq!(again.len(), 2, "the parse error and the third `k` finding stay");
         assert_eq!(again[1].kernel.as_deref(), Some("k"));
+    }
+
+    fn anchored(db: &mut SourceDb, kernel: &str, fingerprint: &str, anchor: &str) -> Diagnostic {
+        let mut diagnostic = finding(db, "a.sass", kernel, fingerprint);
+        diagnostic.anchor = Some(anchor.to_owned());
+        diagnostic
+    }
+
+    /// A finding whose window changed keeps its anchor: it takes what the fingerprints left of
+    /// an entry with that anchor, and no more; fingerprints are matched first, whatever the
+    /// order of the findings.
+    #[test]
+    fn anchors_match_what_fingerprints_leave() {
+        let mut db = SourceDb::new();
+        let accepted = vec![
+            anchored(&mut db, "k", "f1", "a"),
+            anchored(&mut db, "k", "f1", "a"),
+            anchored(&mut db, "k", "f2", "b"),
+        ];
+        let file = build(&db, &accepted);
+        assert!(to_json(&file).contains("\"anchor\": \"a\""));
+        let baseline = parse(&to_json(&file)).unwrap();
+
+        // Recompiled: one `f1` finding moved (`f3`), a new one has the same anchor (`f4`).
+        let mut run = vec![
+            anchored(&mut db, "k", "f3", "a"),
+            anchored(&mut db, "k", "f1", "a"),
+            anchored(&mut db, "k", "f4", "a"),
+            anchored(&mut db, "k", "f2", "b"),
+            anchored(&mut db, "j", "f5", "a"),
+        ];
+        assert_eq!(baseline.filter(&mut run), 3);
+        let left: Vec<_> = run.iter().map(|d| d.fingerprint.as_deref().unwrap()).collect();
+        assert_eq!(left, ["f4", "f5"], "one of the two `a` findings of `k` is new");
+
+        // Fingerprints first: `f3` comes before the two `f1` findings and still shows.
+        let mut run = vec![
+            anchored(&mut db, "k", "f3", "a"),
+            anchored(&mut db, "k", "f1", "a"),
+            anchored(&mut db, "k", "f1", "a"),
+        ];
+        assert_eq!(baseline.filter(&mut run), 2);
+        assert_eq!(run[0].fingerprint.as_deref(), Some("f3"));
+
+        // A baseline written without anchors matches by fingerprint only.
+        let old =
+            to_json(&file).replace("\"anchor\": \"a\",", "").replace("\"anchor\": \"b\",", "");
+        assert!(!old.contains("anchor"));
+        let mut run = vec![anchored(&mut db, "k", "f3", "a"), anchored(&mut db, "k", "f1", "a")];
+        assert_eq!(parse(&old).unwrap().filter(&mut run), 1);
+        assert_eq!(run[0].fingerprint.as_deref(), Some("f3"));
     }
 
     #[test]

@@ -115,6 +115,13 @@ pub struct Diagnostic {
     /// line numbers or addresses).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<String>,
+    /// A coarser identity for baselines: a hash of the rule, the kernel and the opcodes of the
+    /// labelled instructions only, without the window around them. A recompile that schedules
+    /// other instructions next to a finding changes its fingerprint and keeps its anchor; a
+    /// baseline matches by anchor what its fingerprints left unmatched. Written to baseline
+    /// files, not to the outputs.
+    #[serde(skip)]
+    pub anchor: Option<String>,
 }
 
 /// A stable 64-bit FNV-1a hash, printed as 16 hex digits. Stable across platforms and releases,
@@ -148,6 +155,7 @@ impl Diagnostic {
             kernel: None,
             dialect: None,
             fingerprint: None,
+            anchor: None,
         }
     }
 

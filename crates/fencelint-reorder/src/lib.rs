@@ -550,7 +550,10 @@ trait WithFingerprint {
 }
 
 impl WithFingerprint for Diagnostic {
+    /// Sets the fingerprint, which names only the instructions of the finding: it is its anchor
+    /// as well (`Diagnostic::anchor`).
     fn with_fingerprint(mut self, fingerprint: String) -> Self {
+        self.anchor = Some(fingerprint.clone());
         self.fingerprint = Some(fingerprint);
         self
     }

@@ -54,8 +54,10 @@ impl<'a> FunctionCx<'a> {
     pub fn report(&mut self, id: InstId, message: impl Into<String>) -> Report<'_, 'a> {
         let primary = self.label(id, "");
         let window = self.window(id);
+        let opcode = self.inst(id).opcode.to_string();
         let mut report = self.start(primary, message);
         report.window = window;
+        report.anchor.push(opcode);
         report
     }
 
@@ -78,7 +80,7 @@ impl<'a> FunctionCx<'a> {
         let mut diagnostic = Diagnostic::new(self.rule.name, self.severity, message, primary)
             .with_kernel(self.analysis.func.name.clone());
         diagnostic.dialect = self.module.dialect;
-        Report { cx: self, diagnostic: Some(diagnostic), window: Vec::new() }
+        Report { cx: self, diagnostic: Some(diagnostic), window: Vec::new(), anchor: Vec::new() }
     }
 
     pub fn into_diagnostics(self) -> Vec<Diagnostic> {
@@ -92,6 +94,9 @@ pub struct Report<'c, 'a> {
     diagnostic: Option<Diagnostic>,
     /// Opcodes that identify the finding (see [`FunctionCx::report`]).
     window: Vec<String>,
+    /// The opcodes of the labelled instructions alone: the finding's anchor (see
+    /// `Diagnostic::anchor`).
+    anchor: Vec<String>,
 }
 
 impl Report<'_, '_> {
@@ -111,6 +116,7 @@ impl Report<'_, '_> {
     pub fn secondary(mut self, id: InstId, message: impl Into<String>) -> Self {
         let label = self.cx.label(id, message);
         self.window.push(self.cx.inst(id).opcode.to_string());
+        self.anchor.push(self.cx.inst(id).opcode.to_string());
         self.diag().secondary.push(label);
         self
     }
@@ -141,10 +147,11 @@ impl Drop for Report<'_, '_> {
     fn drop(&mut self) {
         if let Some(mut diagnostic) = self.diagnostic.take() {
             let kernel = diagnostic.kernel.clone().unwrap_or_default();
-            let parts = [diagnostic.rule.as_str(), kernel.as_str()]
-                .into_iter()
-                .chain(self.window.iter().map(String::as_str));
+            let head = [diagnostic.rule.as_str(), kernel.as_str()];
+            let parts = head.into_iter().chain(self.window.iter().map(String::as_str));
             diagnostic.fingerprint = Some(fencelint_diagnostics::stable_hash(parts));
+            let parts = head.into_iter().chain(self.anchor.iter().map(String::as_str));
+            diagnostic.anchor = Some(fencelint_diagnostics::stable_hash(parts));
             self.cx.diagnostics.push(diagnostic);
         }
     }
