@@ -356,12 +356,12 @@ fn a_loop_nest_ten_thousand_deep() {
 #[test]
 fn a_pathological_function_reports_analysis_incomplete() {
     // A poll loop whose exit condition is computed from the polled value through more moves
-    // than the backward-slice budget (`Budget::slice_steps`, 4096) allows.
+    // than the backward-slice budget (`Budget::slice_steps`, 16,384) allows.
     let mut body = String::from("$POLL:\n\tld.relaxed.gpu.global.u32 %r1, [%rd1];\n");
-    for _ in 0..6_000 {
+    for _ in 0..20_000 {
         body.push_str("\tmov.u32 %r1, %r1;\n");
     }
-    // Each move is its own definition, so the slice is 6,000 steps long.
+    // Each move is its own definition, so the slice is 20,000 steps long.
     let body = body.replace("mov.u32 %r1, %r1;", "add.u32 %r1, %r1, 0;");
     let body = format!("{body}\tsetp.eq.u32 %p2, %r1, 0;\n\t@%p2 bra $POLL;\n");
     let dir = tempfile::tempdir().unwrap();
