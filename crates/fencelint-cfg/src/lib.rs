@@ -33,7 +33,7 @@ pub struct Budget {
     /// Instructions visited by one forward or backward walk.
     pub walk_steps: usize,
     /// Steps through definitions in one backward slice. 4,096 stopped the exit slices of six
-    /// large loops of NCCL's sm_75 `COLLNET_DIRECT` kernels (up to 8,192 needed); a slice costs
+    /// large loops of NCCL's `sm_75` `COLLNET_DIRECT` kernels (up to 8,192 needed); a slice costs
     /// about a microsecond a step.
     pub slice_steps: usize,
 }
