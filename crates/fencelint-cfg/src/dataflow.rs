@@ -298,8 +298,9 @@ impl FunctionAnalysis<'_> {
     /// [`FunctionAnalysis::reachable_avoiding_memory`]). The same answer as
     /// `reachable_avoiding(from, |id| id == to, |id| !stay_in(block_of(id)) || is_blocker(id))`
     /// for non-empty blocks, with `stay_in` asked once a block instead of once an instruction
-    /// and only the memory instructions tested. A walk over the step budget answers `false` and
-    /// marks the analysis incomplete, as that walk does.
+    /// and only the memory instructions tested. `from` must lie in a block that satisfies
+    /// `stay_in`. A walk over the step budget answers `false` and marks the analysis
+    /// incomplete, as that walk does.
     pub fn reaches_avoiding_memory(
         &self,
         from: Point,
@@ -314,13 +315,11 @@ impl FunctionAnalysis<'_> {
         let mut work: VecDeque<(BlockId, Option<InstId>)> = match from {
             Point::After(inst) => VecDeque::from([(cfg.block_of(inst), Some(inst))]),
             Point::BlockStart(block) => {
-                if !stay_in(block) {
-                    return false;
-                }
                 seen.insert(block);
                 VecDeque::from([(block, None)])
             }
         };
+        debug_assert!(work.iter().all(|&(block, _)| stay_in(block)), "`from` is outside `stay_in`");
         while let Some((block, after)) = work.pop_front() {
             let insts = &cfg.block(block).insts;
             let start = after.map_or(insts.start, |a| (a.0 + 1).max(insts.start)).min(insts.end);

@@ -3,9 +3,8 @@
 //! `tcgen05.wait::ld` / `tcgen05.wait::st` in between on some path.
 
 use fencelint_cfg::{FunctionAnalysis, Point};
-use fencelint_ir::{Barrier, Dialect, InstId, InstKind, MbarrierOp, Tcgen05Op};
-
 use fencelint_diagnostics::Severity;
+use fencelint_ir::{Barrier, Dialect, InstId, InstKind, MbarrierOp, Tcgen05Op};
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
 
