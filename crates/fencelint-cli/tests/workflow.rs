@@ -452,12 +452,14 @@ fn baseline_file_is_sorted_versioned_json() {
     let entries = doc["entries"].as_array().unwrap();
     assert_eq!(entries.len(), 23);
     for entry in entries {
-        for key in ["rule", "kernel", "fingerprint", "file", "message"] {
+        for key in ["rule", "kernel", "fingerprint", "anchor", "file", "message"] {
             assert!(entry[key].is_string(), "{key} in {entry}");
         }
         assert_eq!(entry["count"], 1);
         assert_eq!(entry["file"], "spin_poll.ptx");
     }
+    // The anchor hashes fewer opcodes than the fingerprint's window, so it is not a copy of it.
+    assert!(entries.iter().all(|e| e["anchor"] != e["fingerprint"]), "{text}");
     let keys: Vec<_> = entries
         .iter()
         .map(|e| (e["kernel"].as_str().unwrap(), e["rule"].as_str().unwrap()))

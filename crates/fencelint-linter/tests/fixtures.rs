@@ -71,7 +71,14 @@ fn parse_assertion(text: &str) -> Option<Assertion> {
     let rest = rest.trim();
     let substring = rest.strip_prefix('"').and_then(|r| r.strip_suffix('"')).map(ToOwned::to_owned);
     let (rule, severity) = match rule.trim().split_once(':') {
-        Some((rule, severity)) => (rule, Some(severity.trim().to_owned())),
+        // A misspelt severity would match nothing and read as a missing finding.
+        Some((rule, severity)) => {
+            let severity = severity.trim();
+            if !matches!(severity, "note" | "warning" | "error") {
+                return None;
+            }
+            (rule, Some(severity.to_owned()))
+        }
         None => (rule.trim(), None),
     };
     Some((column, rule.to_owned(), severity, substring))
