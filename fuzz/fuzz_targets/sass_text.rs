@@ -1,6 +1,7 @@
 //! The SASS text front ends (`cuobjdump -sass` and `nvdisasm` listings) on arbitrary bytes:
 //! the whole-text parser, the in-memory splitters (of a `str`, and of bytes checked as they are
-//! cut, which must agree on UTF-8 input and decline other bytes) and the streaming splitter. The streaming
+//! cut, in parallel or in order, which must agree on UTF-8 input and decline other bytes) and
+//! the streaming splitter. The streaming
 //! splitter must also cut the same chunks whatever the size of its reader's buffer, with its
 //! buffers recycled as the linter recycles them.
 #![no_main]
@@ -17,10 +18,24 @@ fuzz_target!(|data: &[u8]| {
         let _ = chunk.parse();
     }
     let from_bytes = fencelint_sass::split_bytes_parallel_with(data, |_| {});
+    let mut in_order = Vec::new();
+    let ordered = fencelint_sass::split_bytes_in_order(data, |_| {}, |chunk| {
+        // Handed out with the text up to its end; compared against the whole text.
+        assert!(chunk.input.len() >= chunk.range.end as usize);
+        in_order.push(fencelint_sass::TextChunk { input: &text, ..chunk });
+        true
+    });
     let is_json = fencelint_sass::detect(&text) == Some(fencelint_sass::SassFormat::NvdisasmJson);
     match std::str::from_utf8(data) {
-        Ok(_) if !is_json => assert_eq!(from_bytes, Some(in_memory)),
-        _ => assert_eq!(from_bytes, None),
+        Ok(_) if !is_json => {
+            assert_eq!(ordered, Some(()));
+            assert_eq!(in_order, in_memory);
+            assert_eq!(from_bytes, Some(in_memory));
+        }
+        _ => {
+            assert_eq!(ordered, None);
+            assert_eq!(from_bytes, None);
+        }
     }
     let whole: Vec<_> = fencelint_sass::FunctionSplitter::new(data).with_target_lines().collect();
     for chunk in whole.iter().flatten() {

@@ -7,9 +7,9 @@
 //! lines, columns and byte offsets of the whole file.
 
 use std::io::BufRead;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, sync_channel};
+use std::sync::{Mutex, PoisonError};
 
 use fencelint_diagnostics::{Diagnostic, Label, Severity, codes};
 use fencelint_linter::{InputKind, Settings};
@@ -180,15 +180,17 @@ pub(crate) fn lint_listing<R: BufRead>(
 }
 
 /// Lints a SASS text listing in a regular file through a read-only memory map. Nothing is
-/// copied: one parallel scan checks the mapped bytes for UTF-8 and cuts them into functions
-/// (`split_bytes_parallel_with`), and `workers` threads lint them in file order, each
-/// function's text borrowed from the map.
+/// copied: the calling thread checks the mapped bytes for UTF-8 and cuts them into functions
+/// one piece after another (`split_bytes_in_order`), and hands each function, its text borrowed
+/// from the map, to `workers` threads as soon as it is cut. A file that is not in the page
+/// cache is thus read from the disk while the functions before the reading point are linted.
 /// Pages are given back once scanned and once linted, so that the resident memory stays that
 /// of the functions in flight, not the file's.
 ///
-/// Returns `None`, having linted nothing, when the file cannot take this path: empty, not
-/// mappable, 4 GiB or larger (text ranges are 32-bit), `nvdisasm -json`, or not valid UTF-8.
-/// The caller then streams it with [`lint_listing`], which reports the invalid bytes.
+/// Returns `None`, having printed nothing, when the file cannot take this path: empty, not
+/// mappable, 4 GiB or larger (text ranges are 32-bit), `nvdisasm -json`, or not valid UTF-8
+/// (found when the cut reaches the bad bytes: what was linted before is dropped). The caller
+/// then streams it with [`lint_listing`], which reports the invalid bytes.
 #[allow(unsafe_code)]
 pub(crate) fn lint_mapped(
     file: &std::fs::File,
@@ -205,38 +207,53 @@ pub(crate) fn lint_mapped(
     // then raise SIGBUS (see docs/robustness.md), as for any tool that maps its input.
     let map = unsafe { memmap2::MmapOptions::new().map(file) }.ok()?;
     let bytes: &[u8] = &map;
-    // No `MADV_WILLNEED` for the whole map: with the check and the cut in one pass, a file not
-    // in the page cache then had up to 700 MB of it mapped during that pass (1.6 GB listing),
-    // against 20 MB without the advice, and the kernel's own read-ahead on faults keeps the
-    // pass as fast (docs/performance.md).
+    // No `MADV_WILLNEED` for the whole map: a file not in the page cache then had up to 700 MB
+    // of it mapped while it was cut (1.6 GB listing), against 20 MB without the advice, and the
+    // kernel's own read-ahead on faults keeps the cut as fast (docs/performance.md).
     let release = |range: std::ops::Range<usize>| release_pages(&map, range);
-    // One parallel pass checks each piece for UTF-8 and cuts it into functions; `None` (JSON,
-    // whose chunks carry character columns that this path does not compute, or bytes that
-    // are not UTF-8) falls back to streaming.
-    let chunks = fencelint_sass::split_bytes_parallel_with(bytes, release)?;
 
-    let next = AtomicUsize::new(0);
+    // Unbounded: a chunk is a few words, and the cut runs ahead of the workers by at most the
+    // file (its pages are given back as it goes).
+    let (sender, receiver) = channel::<(usize, fencelint_sass::TextChunk<'_>)>();
+    let receiver = Mutex::new(receiver);
+    let abandoned = AtomicBool::new(false);
     let found = Found::default();
-    std::thread::scope(|scope| {
+    let cut = std::thread::scope(|scope| {
         for _ in 0..workers.max(1) {
             scope.spawn(|| {
                 loop {
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(chunk) = chunks.get(index) else { break };
+                    let next = receiver.lock().unwrap_or_else(PoisonError::into_inner).recv();
+                    let Ok((index, chunk)) = next else { break };
+                    if abandoned.load(Ordering::Relaxed) {
+                        continue;
+                    }
                     let at = Excerpt {
                         line: u32::try_from(chunk.line).unwrap_or(u32::MAX),
                         column: 0,
                         offset: u64::from(chunk.range.start),
                     };
                     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        lint_text_chunk(chunk, at, settings)
+                        lint_text_chunk(&chunk, at, settings)
                     }));
                     release(chunk.range.to_usize());
                     found.add(index, result, chunk.function, at);
                 }
             });
         }
+        // JSON (whose chunks carry character columns that this path does not compute) and
+        // bytes that are not UTF-8 give `None`, and the caller streams the file instead.
+        let mut index = 0;
+        let cut = fencelint_sass::split_bytes_in_order(bytes, release, |chunk| {
+            index += 1;
+            sender.send((index - 1, chunk)).is_ok()
+        });
+        if cut.is_none() {
+            abandoned.store(true, Ordering::Relaxed);
+        }
+        drop(sender);
+        cut
     });
+    cut?;
     Some(found.into_output(None))
 }
 

@@ -281,3 +281,42 @@ fn a_streamed_listing_reports_invalid_utf8() {
     assert_eq!(out.status.code(), Some(2), "{text}");
     assert!(text.contains("error[input-error]: invalid UTF-8"), "{text}");
 }
+
+/// A mapped listing is linted while it is still being cut; bytes that are not UTF-8 near its
+/// end, found after the first functions were linted, send the whole file down the streaming
+/// path: every finding is reported once, as when the file is streamed from the start.
+#[test]
+fn invalid_utf8_past_the_first_piece_of_a_mapped_listing() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = fs::read(repo().join("fixtures/compiled/sm_90a/spin_poll.cuobjdump.sass")).unwrap();
+    // Past the 4 MiB piece that the cut checks at a time.
+    let copies = (5 << 20) / one.len() + 1;
+    let mut bytes = one.repeat(copies);
+    let last = bytes.len() - one.len();
+    let at = last + bytes[last..].windows(4).position(|w| w == b"LDG.").unwrap();
+    bytes.insert(at + 2, 0xff);
+    let path = dir.path().join("k.sass");
+    fs::write(&path, &bytes).unwrap();
+    let run = |no_map: bool| {
+        let mut command = common::command(&["check", "--format", "short", path.to_str().unwrap()]);
+        command.env("FENCELINT_STREAM_MIN", "1");
+        if no_map {
+            command.env("FENCELINT_NO_MAP", "1");
+        }
+        let out = command.output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let (mapped, streamed) = (run(false), run(true));
+    assert!(mapped.contains("error[input-error]: invalid UTF-8"), "{mapped}");
+    let polls = |text: &str| text.matches("error[spin-poll-without-acquire]").count();
+    let in_one = polls(&run_one(&repo().join("fixtures/compiled/sm_90a/spin_poll.cuobjdump.sass")));
+    assert!(in_one > 0);
+    assert_eq!(polls(&mapped), in_one * copies, "{mapped}");
+    assert_eq!(mapped, streamed);
+}
+
+/// The short output of `check` on one file.
+fn run_one(path: &Path) -> String {
+    stdout(&fencelint(&["check", "--format", "short", path.to_str().unwrap()]))
+}

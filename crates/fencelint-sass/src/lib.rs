@@ -12,7 +12,9 @@
 //!   (`chunks.par_iter().map(TextChunk::parse)`). Ranges stay relative to the whole text, and
 //!   the functions are exactly those of [`parse`]. This is the fast path for files.
 //!   [`split_bytes_parallel_with`] does the same for bytes not yet checked to be UTF-8 (a
-//!   memory map), checking each piece in the pass that cuts it.
+//!   memory map), checking each piece in the pass that cuts it; [`split_bytes_in_order`] hands
+//!   out each function as soon as the pieces up to its end are checked, one piece after another,
+//!   so that a caller can lint while the rest of the file is still being read from the disk.
 //! - [`FunctionSplitter`] reads a listing from any [`std::io::BufRead`] (a disassembler's pipe)
 //!   and yields one owned [`SassChunk`] per function with its context (architecture, fat-binary
 //!   identifier, name, offset and line in the stream); [`SassChunk::parse`] parses it. Memory
@@ -74,8 +76,8 @@ pub use ast::{
 };
 pub use detect::{DETECT_PREFIX, InputFormat, SassFormat, detect, detect_input};
 pub use split::{
-    FunctionSplitter, SassChunk, TextChunk, split_bytes_parallel_with, split_functions,
-    split_functions_parallel, split_functions_parallel_with,
+    FunctionSplitter, SassChunk, TextChunk, split_bytes_in_order, split_bytes_parallel_with,
+    split_functions, split_functions_parallel, split_functions_parallel_with,
 };
 
 /// A problem found while parsing, with the byte range it concerns.

@@ -70,8 +70,9 @@ impl SassChunk {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Mode {
+    #[default]
     Outside,
     Code,
     Data,
@@ -901,11 +902,7 @@ fn split_bytes(
     segment: usize,
     scanned: impl Fn(std::ops::Range<usize>) + Sync,
 ) -> Option<Vec<TextChunk<'_>>> {
-    // The format from the longest UTF-8 prefix that `detect` would read of the text.
-    let head = &bytes[..bytes.len().min(crate::detect::DETECT_PREFIX)];
-    let head = std::str::from_utf8(head)
-        .unwrap_or_else(|err| std::str::from_utf8(&head[..err.valid_up_to()]).unwrap_or_default());
-    if crate::detect(head) == Some(SassFormat::NvdisasmJson) {
+    if is_json(bytes) {
         return None;
     }
     let scanned_segments: Option<Vec<Segment<'_>>> = (0..segment_count(bytes, segment))
@@ -913,19 +910,7 @@ fn split_bytes(
         .map(|index| segment_bounds(bytes, segment, index))
         .filter(|(start, end)| start < end)
         .map(|(start, end)| {
-            let piece = &bytes[start..end];
-            // Listings are ASCII, which `is_ascii` checks a word at a time, faster than
-            // `from_utf8`.
-            let piece = if piece.is_ascii() {
-                // SAFETY: ASCII is UTF-8.
-                #[allow(unsafe_code)]
-                unsafe {
-                    std::str::from_utf8_unchecked(piece)
-                }
-            } else {
-                std::str::from_utf8(piece).ok()?
-            };
-            let items = scan_segment(piece, start);
+            let items = scan_segment(piece_str(&bytes[start..end])?, start);
             scanned(start..end);
             Some(items)
         })
@@ -936,6 +921,86 @@ fn split_bytes(
     #[allow(unsafe_code)]
     let text = unsafe { std::str::from_utf8_unchecked(bytes) };
     Some(merge_segments(text, scanned_segments))
+}
+
+/// Whether `bytes` read as `nvdisasm -json`, judged as [`crate::detect`] judges the longest
+/// UTF-8 prefix that it would read.
+fn is_json(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(crate::detect::DETECT_PREFIX)];
+    let head = std::str::from_utf8(head)
+        .unwrap_or_else(|err| std::str::from_utf8(&head[..err.valid_up_to()]).unwrap_or_default());
+    crate::detect(head) == Some(SassFormat::NvdisasmJson)
+}
+
+/// A piece of a listing as text, if it is UTF-8.
+fn piece_str(piece: &[u8]) -> Option<&str> {
+    // Listings are ASCII, which `is_ascii` checks a word at a time, faster than `from_utf8`.
+    if piece.is_ascii() {
+        // SAFETY: ASCII is UTF-8.
+        #[allow(unsafe_code)]
+        let text = unsafe { std::str::from_utf8_unchecked(piece) };
+        Some(text)
+    } else {
+        std::str::from_utf8(piece).ok()
+    }
+}
+
+/// [`split_bytes_parallel_with`] one piece after another from the start, handing each
+/// function to `emit` as soon as the piece that ends it has been checked and scanned, so that
+/// the functions can be linted while the rest of a file is still being read from the disk.
+/// The chunks are those of [`split_functions`] for the same text (each one's `input` is the
+/// text up to the end of the piece that closed it). `emit` returns whether to go on.
+///
+/// Returns `None`, as [`split_bytes_parallel_with`] does, for `nvdisasm -json` and for bytes
+/// that are not UTF-8; the functions already handed out are then to be dropped.
+pub fn split_bytes_in_order<'a>(
+    bytes: &'a [u8],
+    scanned: impl FnMut(std::ops::Range<usize>),
+    emit: impl FnMut(TextChunk<'a>) -> bool,
+) -> Option<()> {
+    split_bytes_ordered(bytes, SEGMENT, scanned, emit)
+}
+
+fn split_bytes_ordered<'a>(
+    bytes: &'a [u8],
+    segment: usize,
+    mut scanned: impl FnMut(std::ops::Range<usize>),
+    mut emit: impl FnMut(TextChunk<'a>) -> bool,
+) -> Option<()> {
+    if is_json(bytes) {
+        return None;
+    }
+    let mut merger = Merger::default();
+    let mut lines = 0;
+    for index in 0..segment_count(bytes, segment) {
+        let (start, end) = segment_bounds(bytes, segment, index);
+        if start >= end {
+            continue;
+        }
+        let Segment { items, lines: in_piece } =
+            scan_segment(piece_str(&bytes[start..end])?, start);
+        scanned(start..end);
+        // SAFETY: the pieces up to this one were checked, and they end at line ends, which are
+        // never inside a UTF-8 sequence: the bytes up to `end` are UTF-8.
+        #[allow(unsafe_code)]
+        let text = unsafe { std::str::from_utf8_unchecked(&bytes[..end]) };
+        for item in items {
+            let item = Item { line: lines + item.line, ..item };
+            if let Some(chunk) = merger.push(text, item)
+                && !emit(chunk)
+            {
+                return Some(());
+            }
+        }
+        lines += in_piece;
+    }
+    // SAFETY: every piece was checked (as above).
+    #[allow(unsafe_code)]
+    let text = unsafe { std::str::from_utf8_unchecked(bytes) };
+    if let Some(chunk) = merger.finish(text) {
+        emit(chunk);
+    }
+    Some(())
 }
 
 /// The size of the pieces that [`split_functions_parallel`] scans independently.
@@ -1025,6 +1090,7 @@ struct Segment<'a> {
 
 /// A line that matters to the splitter: a header, a section change, a terminator, or the first
 /// code line after the previous item (later code lines change nothing).
+#[derive(Clone, Copy)]
 struct Item<'a> {
     start: usize,
     end: usize,
@@ -1076,14 +1142,29 @@ fn scan_segment(segment: &str, base: usize) -> Segment<'_> {
 
 /// Runs the splitter's state over the items in order and cuts the chunks.
 fn merge<'a>(text: &'a str, items: impl Iterator<Item = Item<'a>>) -> Vec<TextChunk<'a>> {
-    let mut chunks = Vec::new();
-    let mut mode = Mode::Outside;
-    let mut arch = None;
-    let mut binary = None;
-    // The open chunk: its function, format, start, line and whether it has code.
-    let mut open: Option<(&str, SassFormat, usize, u64, bool)> = None;
-    for item in items {
-        if let Some((function, format, chunk_start, line, has_code)) = &mut open {
+    let mut merger = Merger::default();
+    let mut chunks: Vec<TextChunk<'a>> = items.filter_map(|item| merger.push(text, item)).collect();
+    chunks.extend(merger.finish(text));
+    chunks
+}
+
+/// The splitter's state between items: the items of a listing go in, in order, and each
+/// function comes out once an item closes it.
+#[derive(Default)]
+struct Merger<'a> {
+    mode: Mode,
+    arch: Option<Arch>,
+    binary: Option<&'a str>,
+    /// The open chunk: its function, format, start, line and whether it has code.
+    open: Option<(&'a str, SassFormat, usize, u64, bool)>,
+}
+
+impl<'a> Merger<'a> {
+    /// Takes the next item; returns the chunk it closes, if any. `text` holds every byte up to
+    /// the item's end (chunks are cut from it).
+    fn push(&mut self, text: &'a str, item: Item<'a>) -> Option<TextChunk<'a>> {
+        let mut closed = None;
+        if let Some((function, format, chunk_start, line, has_code)) = &mut self.open {
             let close_at = match item.action {
                 Action::Code => {
                     *has_code = true;
@@ -1098,42 +1179,45 @@ fn merge<'a>(text: &'a str, items: impl Iterator<Item = Item<'a>>) -> Vec<TextCh
                 Action::KeepAndClose => Some(item.end),
                 _ => Some(item.start),
             };
-            let Some(close_at) = close_at else { continue };
-            chunks.push(TextChunk {
+            let close_at = close_at?;
+            closed = Some(TextChunk {
                 input: text,
                 range: TextRange::from_usize(*chunk_start, close_at),
                 format: *format,
                 function,
-                arch,
-                binary,
+                arch: self.arch,
+                binary: self.binary,
                 line: *line,
             });
-            open = None;
-            mode = Mode::Outside;
+            self.open = None;
+            self.mode = Mode::Outside;
             if close_at == item.end {
-                continue;
+                return closed;
             }
         }
-        match outside(&mut mode, &mut arch, item.action) {
+        match outside(&mut self.mode, &mut self.arch, item.action) {
             Outside::Nothing => {}
-            Outside::Binary(value) => binary = value,
+            Outside::Binary(value) => self.binary = value,
             Outside::Start { function, format, has_code } => {
-                open = Some((function, format, item.start, item.line, has_code));
+                self.open = Some((function, format, item.start, item.line, has_code));
             }
         }
+        closed
     }
-    if let Some((function, format, chunk_start, line, _)) = open {
-        chunks.push(TextChunk {
+
+    /// The function still open at the end of `text`, the whole listing.
+    fn finish(self, text: &'a str) -> Option<TextChunk<'a>> {
+        let (function, format, chunk_start, line, _) = self.open?;
+        Some(TextChunk {
             input: text,
             range: TextRange::from_usize(chunk_start, text.len()),
             format,
             function,
-            arch,
-            binary,
+            arch: self.arch,
+            binary: self.binary,
             line,
-        });
+        })
     }
-    chunks
 }
 
 /// The `function-name` of a JSON function object, found without parsing the whole object.
@@ -1185,6 +1269,25 @@ mod tests {
                     scanned.lock().unwrap().push(range);
                 });
                 assert_eq!(from_bytes.as_ref(), Some(&pieces), "{} from bytes", path.display());
+                let mut in_order = Vec::new();
+                let mut scanned_in_order = Vec::new();
+                let done = split_bytes_ordered(
+                    text.as_bytes(),
+                    segment,
+                    |range| scanned_in_order.push(range),
+                    |chunk| {
+                        // Handed out only once the text up to its end is known.
+                        assert!(chunk.input.len() >= chunk.range.end as usize);
+                        in_order.push(TextChunk { input: &text, ..chunk });
+                        true
+                    },
+                );
+                assert_eq!(done, Some(()), "{}", path.display());
+                assert_eq!(in_order, pieces, "{} in order", path.display());
+                let covered_in_order = scanned_in_order.iter().try_fold(0, |at, range| {
+                    (range.start == at && range.end > at).then_some(range.end)
+                });
+                assert_eq!(covered_in_order, Some(text.len()), "{} in order", path.display());
                 let mut scanned = scanned.into_inner().unwrap();
                 scanned.sort_by_key(|range| range.start);
                 let covered = scanned.iter().try_fold(0, |at, range| {
@@ -1208,7 +1311,44 @@ mod tests {
         let listing: &[u8] = b"\n\tcode for sm_90a\n\t\tFunction : k\n        /*0000*/                   EXIT ; // \xff\n";
         for segment in [1, 16, 4096] {
             assert_eq!(split_bytes(listing, segment, |_| {}), None);
+            let mut handed_out = 0;
+            let done = split_bytes_ordered(
+                listing,
+                segment,
+                |_| {},
+                |_| {
+                    handed_out += 1;
+                    true
+                },
+            );
+            assert_eq!((done, handed_out), (None, 0));
         }
+        // A function that ends before the bad bytes is handed out first; the caller drops it.
+        let late: &[u8] = b"\tcode for sm_90a\n\t\tFunction : a\n        /*0000*/                   EXIT ;\n\t\tFunction : b\n        /*0000*/                   EXIT ; // \xff\n";
+        let mut names = Vec::new();
+        let done = split_bytes_ordered(
+            late,
+            1,
+            |_| {},
+            |chunk| {
+                names.push(chunk.function);
+                true
+            },
+        );
+        assert_eq!((done, names), (None, vec!["a"]));
+        // `emit` can stop the split.
+        let mut names = Vec::new();
+        let two = "\tcode for sm_90a\n\t\tFunction : a\n        /*0000*/                   EXIT ;\n\t\tFunction : b\n        /*0000*/                   EXIT ;\n";
+        let done = split_bytes_ordered(
+            two.as_bytes(),
+            4096,
+            |_| {},
+            |chunk| {
+                names.push(chunk.function);
+                false
+            },
+        );
+        assert_eq!((done, names), (Some(()), vec!["a"]));
         let valid = "\n\tcode for sm_90a\n\t\tFunction : k\n        /*0000*/                   EXIT ; // \u{e9}\n";
         assert_eq!(split_bytes(valid.as_bytes(), 16, |_| {}), Some(split_functions(valid)));
     }
