@@ -99,7 +99,7 @@ enum JsonPhase {
 /// `nvdisasm -json`, anything else as a text listing (cuobjdump or nvdisasm). Lines that are
 /// not valid UTF-8 are kept with replacement characters.
 pub struct FunctionSplitter<R> {
-    reader: R,
+    reader: Lookahead<R>,
     json: Option<JsonPhase>,
     mode: Mode,
     arch: Option<Arch>,
@@ -134,6 +134,59 @@ pub struct FunctionSplitter<R> {
 /// The UTF-8 byte-order mark.
 const BOM: &[u8] = b"\xef\xbb\xbf";
 
+/// A reader with bytes already taken from it kept in front, so that the format can be decided
+/// from bytes beyond the end of the reader's buffer without losing them.
+struct Lookahead<R> {
+    ahead: Vec<u8>,
+    /// How much of `ahead` was consumed.
+    at: usize,
+    inner: R,
+}
+
+impl<R: BufRead> Lookahead<R> {
+    /// Moves the inner reader's buffered bytes behind those already ahead, so that
+    /// [`BufRead::fill_buf`] shows them all; returns how many were moved (0 at the end).
+    fn read_ahead(&mut self) -> io::Result<usize> {
+        if self.at > 0 {
+            self.ahead.drain(..self.at);
+            self.at = 0;
+        }
+        let buffer = self.inner.fill_buf()?;
+        let n = buffer.len();
+        self.ahead.extend_from_slice(buffer);
+        self.inner.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> io::Read for Lookahead<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let buffer = self.fill_buf()?;
+        let n = buffer.len().min(out.len());
+        out[..n].copy_from_slice(&buffer[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Lookahead<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        if self.at < self.ahead.len() { Ok(&self.ahead[self.at..]) } else { self.inner.fill_buf() }
+    }
+
+    fn consume(&mut self, amount: usize) {
+        if self.at < self.ahead.len() {
+            self.at = (self.at + amount).min(self.ahead.len());
+            if self.at == self.ahead.len() {
+                self.ahead = Vec::new();
+                self.at = 0;
+            }
+        } else {
+            self.inner.consume(amount);
+        }
+    }
+}
+
 /// Whether `bytes` (from the first non-blank byte of a stream) start nvdisasm JSON: `[`
 /// followed by `{` or `[`, as in [`crate::detect`].
 fn starts_json(bytes: &[u8]) -> bool {
@@ -149,7 +202,7 @@ const SPARE_CAPACITY: usize = 8 << 20;
 impl<R: BufRead> FunctionSplitter<R> {
     pub fn new(reader: R) -> Self {
         Self {
-            reader,
+            reader: Lookahead { ahead: Vec::new(), at: 0, inner: reader },
             json: None,
             mode: Mode::Outside,
             arch: None,
@@ -226,6 +279,15 @@ impl<R: BufRead> FunctionSplitter<R> {
             let buffer = self.reader.fill_buf()?;
             let blanks = buffer.iter().take_while(|b| b.is_ascii_whitespace()).count();
             if buffer.is_empty() || blanks < buffer.len() {
+                // A `[` with only blanks after it up to the end of the buffer: the byte that
+                // decides is further on. The bytes read meanwhile are kept in front of the
+                // reader, so that the chunks are the same whatever the buffer's size.
+                let undecided = |buffer: &[u8]| {
+                    buffer[blanks..].starts_with(b"[")
+                        && buffer[blanks + 1..].iter().all(u8::is_ascii_whitespace)
+                };
+                while undecided(self.reader.fill_buf()?) && self.reader.read_ahead()? > 0 {}
+                let buffer = self.reader.fill_buf()?;
                 if starts_json(&buffer[blanks..]) {
                     // The blanks before the `[` are left to the JSON reader, which counts
                     // their lines.
@@ -1389,6 +1451,33 @@ mod tests {
         let at = plain.invalid_utf8.expect("the 0xff byte") as usize;
         assert!(plain.text[at..].starts_with('\u{fffd}'), "{:?}", &plain.text[at..]);
         assert_eq!(with.invalid_utf8, Some((at + with.target_line as usize) as u32));
+    }
+
+    /// A `[` with more blanks after it than the reader's buffer holds is JSON or text by the byte
+    /// after the blanks, as for the whole text, whatever the buffer's size (found by fuzzing:
+    /// a small buffer took it for JSON).
+    #[test]
+    fn the_format_is_decided_past_the_end_of_the_buffer() {
+        let text: &[u8] = b"\t\n[\t\t\t\x0e\n\t\n\tFunction:";
+        let json: &[u8] =
+            b"\n[   \n\n   {\"SM\":{\"version\":{\"major\":9}}}, [{\"function-name\":\"a\"}]]";
+        for listing in [text, json] {
+            let split = |capacity: usize| -> Vec<(String, String, u64, u64)> {
+                let reader = std::io::BufReader::with_capacity(capacity, listing);
+                FunctionSplitter::new(reader)
+                    .map(|chunk| chunk.unwrap())
+                    .map(|c| (c.function, c.text.trim_start().to_owned(), c.line, c.offset))
+                    .collect()
+            };
+            let whole = split(4096);
+            assert_eq!(whole.len(), 1, "{:?}: {whole:?}", String::from_utf8_lossy(listing));
+            for capacity in 1..listing.len() {
+                let chunks = split(capacity);
+                assert_eq!(chunks.len(), 1, "{capacity}-byte buffer: {chunks:?}");
+                assert_eq!(chunks[0].0, whole[0].0, "{capacity}-byte buffer");
+                assert_eq!(chunks[0].1, whole[0].1, "{capacity}-byte buffer");
+            }
+        }
     }
 
     /// JSON function objects carry the line and the character column where they start, for
