@@ -295,11 +295,22 @@ impl<R: BufRead> FunctionSplitter<R> {
                 }
                 return Ok(());
             }
-            // Only whitespace in this block: count its lines and look further.
-            advance(&mut self.line, &mut self.column, buffer);
-            let len = buffer.len();
-            self.reader.consume(len);
-            self.offset += len as u64;
+            // Only whitespace in this block: pass over its complete lines, which no format
+            // reads, and look further. The blanks after its last line end begin the next line
+            // (a form feed in front of a text line changes what the line is), so they are
+            // kept, in front of the reader if need be.
+            match memchr::memrchr(b'\n', buffer) {
+                Some(last) => {
+                    advance(&mut self.line, &mut self.column, &buffer[..=last]);
+                    self.reader.consume(last + 1);
+                    self.offset += last as u64 + 1;
+                }
+                None => {
+                    if self.reader.read_ahead()? == 0 {
+                        return Ok(());
+                    }
+                }
+            }
         }
     }
 
@@ -1453,29 +1464,26 @@ mod tests {
         assert_eq!(with.invalid_utf8, Some((at + with.target_line as usize) as u32));
     }
 
-    /// A `[` with more blanks after it than the reader's buffer holds is JSON or text by the byte
-    /// after the blanks, as for the whole text, whatever the buffer's size (found by fuzzing:
-    /// a small buffer took it for JSON).
+    /// The chunks do not depend on the reader's buffer size when the stream starts with more
+    /// blanks than the buffer holds (both found by fuzzing): a `[` with blanks after it is
+    /// JSON or text by the byte after the blanks, as for the whole text; and blanks other than
+    /// spaces and tabs in front of a line (a form feed) stay part of it.
     #[test]
     fn the_format_is_decided_past_the_end_of_the_buffer() {
         let text: &[u8] = b"\t\n[\t\t\t\x0e\n\t\n\tFunction:";
         let json: &[u8] =
             b"\n[   \n\n   {\"SM\":{\"version\":{\"major\":9}}}, [{\"function-name\":\"a\"}]]";
-        for listing in [text, json] {
-            let split = |capacity: usize| -> Vec<(String, String, u64, u64)> {
+        let form_feeds: &[u8] =
+            b"\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c  @@PP ;\n\x0c\n  @P0 BRA 0x0 ;\n";
+        for (listing, chunks) in [(text, 1), (json, 1), (form_feeds, 1)] {
+            let split = |capacity: usize| -> Vec<SassChunk> {
                 let reader = std::io::BufReader::with_capacity(capacity, listing);
-                FunctionSplitter::new(reader)
-                    .map(|chunk| chunk.unwrap())
-                    .map(|c| (c.function, c.text.trim_start().to_owned(), c.line, c.offset))
-                    .collect()
+                FunctionSplitter::new(reader).map(|chunk| chunk.unwrap()).collect()
             };
             let whole = split(4096);
-            assert_eq!(whole.len(), 1, "{:?}: {whole:?}", String::from_utf8_lossy(listing));
+            assert_eq!(whole.len(), chunks, "{:?}: {whole:?}", String::from_utf8_lossy(listing));
             for capacity in 1..listing.len() {
-                let chunks = split(capacity);
-                assert_eq!(chunks.len(), 1, "{capacity}-byte buffer: {chunks:?}");
-                assert_eq!(chunks[0].0, whole[0].0, "{capacity}-byte buffer");
-                assert_eq!(chunks[0].1, whole[0].1, "{capacity}-byte buffer");
+                assert_eq!(split(capacity), whole, "{capacity}-byte buffer");
             }
         }
     }

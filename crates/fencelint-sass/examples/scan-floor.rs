@@ -1,0 +1,108 @@
+//! What any line-by-line reader of a SASS listing costs before it parses anything: the floor
+//! under fencelint's time on a listing already in memory, set against counting its lines.
+//!
+//! `cargo run --release -p fencelint-sass --example scan-floor -- listing.sass [runs]`
+//!
+//! The file is read into memory first (not timed), then cut at line ends into 64 pieces that
+//! rayon scans in parallel (`RAYON_NUM_THREADS` sets the threads), as fencelint uses every
+//! core. Each pass is timed `runs` times (default 5), in turn, and the medians are printed
+//! with their ratio to the first pass:
+//! - `newlines`: count the line ends (memchr), what `wc -l` does once the file is read;
+//! - `lines`: find each line's first non-blank byte and its end, and tell instruction lines
+//!   (`/*0030*/`) from the others, as the splitter and the parser each do;
+//! - `opcodes`: `lines`, and read and hash the opcode of every instruction line.
+//!
+//! fencelint does `lines` twice (splitter, then parser), reads every operand, lowers every
+//! instruction into the IR, builds each function's CFG and runs every rule on it.
+
+#![allow(clippy::print_stdout, clippy::cast_precision_loss)] // A report for people.
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+/// `bytes` cut into `n` pieces at line ends.
+fn pieces(bytes: &[u8], n: usize) -> Vec<&[u8]> {
+    let mut out = Vec::with_capacity(n);
+    let mut start = 0;
+    for i in 1..=n {
+        let mut end = bytes.len() * i / n;
+        if i < n {
+            end = memchr::memchr(b'\n', &bytes[end..]).map_or(bytes.len(), |at| end + at + 1);
+        }
+        let end = end.max(start);
+        out.push(&bytes[start..end]);
+        start = end;
+    }
+    out
+}
+
+fn skip_blanks(bytes: &[u8], mut at: usize) -> usize {
+    while at < bytes.len() && matches!(bytes[at], b' ' | b'\t') {
+        at += 1;
+    }
+    at
+}
+
+/// One pass over a piece; returns a value that depends on every line, so none is skipped.
+fn scan(piece: &[u8], opcodes: bool) -> u64 {
+    let mut acc = 0u64;
+    let mut at = 0;
+    while at < piece.len() {
+        let first = skip_blanks(piece, at);
+        let end = memchr::memchr(b'\n', &piece[first..]).map_or(piece.len(), |n| first + n);
+        let line = &piece[first..end];
+        if line.starts_with(b"/*") && line.get(2).is_some_and(u8::is_ascii_hexdigit) {
+            if opcodes {
+                let close = memchr::memchr(b'/', &line[2..]).map_or(line.len(), |n| n + 3);
+                let opcode_start = skip_blanks(line, close);
+                let mut hash = 0xcbf2_9ce4_8422_2325_u64;
+                for &byte in line[opcode_start..].iter().take_while(|&&b| b != b' ' && b != b';') {
+                    hash = (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3);
+                }
+                acc = acc.wrapping_add(hash);
+            } else {
+                acc += 1;
+            }
+        }
+        at = end + 1;
+    }
+    acc
+}
+
+/// A named pass over one piece.
+type Pass<'a> = (&'a str, &'a (dyn Fn(&[u8]) -> u64 + Sync));
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let path = args.next().expect("a SASS text listing");
+    let runs: usize = args.next().map_or(5, |n| n.parse().expect("a number of runs"));
+    let bytes = std::fs::read(&path).expect("a readable file");
+    let pieces = pieces(&bytes, 64);
+    let passes: [Pass<'_>; 3] = [
+        ("newlines", &|p| memchr::memchr_iter(b'\n', p).count() as u64),
+        ("lines", &|p| scan(p, false)),
+        ("opcodes", &|p| scan(p, true)),
+    ];
+    let mut times = vec![Vec::new(); passes.len()];
+    for _ in 0..runs.max(1) {
+        for (i, (_, pass)) in passes.iter().enumerate() {
+            let start = Instant::now();
+            let sum: u64 = pieces.par_iter().map(|p| pass(p)).sum();
+            times[i].push(start.elapsed().as_secs_f64());
+            std::hint::black_box(sum);
+        }
+    }
+    let threads = rayon::current_num_threads();
+    println!("{} MB, {threads} threads, median of {runs} runs", bytes.len() / 1_000_000);
+    let base = median(times[0].clone());
+    for ((name, _), times) in passes.iter().zip(times) {
+        let t = median(times);
+        println!("  {name:<10} {t:>7.3} s  {:>5.2}x", t / base);
+    }
+}
