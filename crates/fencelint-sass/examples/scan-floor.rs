@@ -37,7 +37,18 @@ fn pieces(bytes: &[u8], n: usize) -> Vec<&[u8]> {
     out
 }
 
+/// Skips spaces eight bytes at a time (the encoding lines of a cuobjdump listing start with
+/// about a hundred), then spaces and tabs one at a time.
 fn skip_blanks(bytes: &[u8], mut at: usize) -> usize {
+    const SPACES: u64 = u64::from_ne_bytes([b' '; 8]);
+    while let Some(word) = bytes.get(at..at + 8) {
+        let other = u64::from_le_bytes(word.try_into().expect("eight bytes")) ^ SPACES;
+        if other != 0 {
+            at += (other.trailing_zeros() / 8) as usize;
+            break;
+        }
+        at += 8;
+    }
     while at < bytes.len() && matches!(bytes[at], b' ' | b'\t') {
         at += 1;
     }
