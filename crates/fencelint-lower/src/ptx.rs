@@ -441,9 +441,10 @@ pub fn classify(instruction: &ast::Instruction<'_>) -> InstKind {
     let t = &instruction.tokens;
     let second = t.get(1).copied().unwrap_or("");
     match instruction.mnemonic() {
-        "ld" | "ldu" => InstKind::Load(mem_access(instruction, Sem::Weak, None)),
+        // `ldmatrix`/`stmatrix` are weak shared-memory accesses of the generic proxy.
+        "ld" | "ldu" | "ldmatrix" => InstKind::Load(mem_access(instruction, Sem::Weak, None)),
         "st" if second == "async" => InstKind::Async(AsyncOp::StAsync),
-        "st" => InstKind::Store(mem_access(instruction, Sem::Weak, None)),
+        "st" | "stmatrix" => InstKind::Store(mem_access(instruction, Sem::Weak, None)),
         "atom" => InstKind::Atomic {
             mem: mem_access(instruction, Sem::Relaxed, Some(Scope::Gpu)),
             returns: true,

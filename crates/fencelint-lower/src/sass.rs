@@ -347,15 +347,20 @@ fn suffix_width(reg: &RegRef) -> u16 {
 }
 
 /// How many consecutive registers the data operands of this opcode name (`LDG.E.128 R4` writes
-/// `R4..R7`, `LDC.64 R2` writes `R2`, `R3`, `IMAD.WIDE R2` writes `R2`, `R3`).
+/// `R4..R7`, `LDC.64 R2` writes `R2`, `R3`, `IMAD.WIDE R2` writes `R2`, `R3`, and
+/// `LDSM.16.M88.4 R8` writes `R8..R11`, one register per 8x8 matrix).
 fn opcode_width(opcode: &str) -> u16 {
     let mut width = 1;
+    let mut matrices = false;
     for modifier in opcode.split('.').skip(1) {
         width = match modifier {
             "128" => 4,
             "64" | "WIDE" => width.max(2),
+            "2" if matrices => width.max(2),
+            "4" if matrices => 4,
             _ => width,
         };
+        matrices = matches!(modifier, "M88" | "MT88");
     }
     width
 }

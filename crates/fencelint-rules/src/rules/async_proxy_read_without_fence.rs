@@ -108,10 +108,6 @@ fn is_generic_shared_write(analysis: &FunctionAnalysis<'_>, is_sass: bool, id: I
             }
             _ => false,
         },
-        InstKind::Other => {
-            let opcode = inst.opcode.to_ascii_lowercase();
-            opcode.starts_with("stmatrix") || opcode.starts_with("stsm")
-        }
         _ => false,
     };
     shared && !(is_sass && is_allocator_bookkeeping(analysis, id))
@@ -201,11 +197,9 @@ fn may_read(
 /// `stmatrix` / `STSM`, or a store of at least 64 bits (`st.shared.v2.b32`, `STS.64`,
 /// `STS.128`).
 fn is_tile_store(inst: &Inst) -> bool {
-    match &inst.kind {
-        InstKind::Store(mem) => mem.width.unwrap_or(32) * u32::from(mem.vector.max(1)) >= 64,
-        InstKind::Other => true,
-        _ => false,
-    }
+    let InstKind::Store(mem) = &inst.kind else { return false };
+    let matrix = inst.opcode.starts_with("stmatrix") || inst.opcode.starts_with("STSM");
+    matrix || mem.width.unwrap_or(32) * u32::from(mem.vector.max(1)) >= 64
 }
 
 /// `fence.proxy.async` (all of it, or restricted to shared memory), SASS `FENCE.VIEW.ASYNC.S`,
