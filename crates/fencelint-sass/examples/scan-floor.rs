@@ -8,8 +8,9 @@
 //! core. Each pass is timed `runs` times (default 5), in turn, and the medians are printed
 //! with their ratio to the first pass:
 //! - `newlines`: count the line ends (memchr), what `wc -l` does once the file is read;
-//! - `lines`: find each line's first non-blank byte and its end, and tell instruction lines
-//!   (`/*0030*/`) from the others, as the splitter and the parser each do;
+//! - `lines`: find each line's first non-blank byte (with the parser's own `skip_blanks`) and
+//!   its end, and tell instruction lines (`/*0030*/`) from the others, as the splitter and the
+//!   parser each do;
 //! - `opcodes`: `lines`, and read and hash the opcode of every instruction line.
 //!
 //! fencelint does `lines` twice (splitter, then parser), reads every operand, lowers every
@@ -19,6 +20,7 @@
 
 use std::time::Instant;
 
+use fencelint_sass::skip_blanks;
 use rayon::prelude::*;
 
 /// `bytes` cut into `n` pieces at line ends.
@@ -35,24 +37,6 @@ fn pieces(bytes: &[u8], n: usize) -> Vec<&[u8]> {
         start = end;
     }
     out
-}
-
-/// Skips spaces eight bytes at a time (the encoding lines of a cuobjdump listing start with
-/// about a hundred), then spaces and tabs one at a time.
-fn skip_blanks(bytes: &[u8], mut at: usize) -> usize {
-    const SPACES: u64 = u64::from_ne_bytes([b' '; 8]);
-    while let Some(word) = bytes.get(at..at + 8) {
-        let other = u64::from_le_bytes(word.try_into().expect("eight bytes")) ^ SPACES;
-        if other != 0 {
-            at += (other.trailing_zeros() / 8) as usize;
-            break;
-        }
-        at += 8;
-    }
-    while at < bytes.len() && matches!(bytes[at], b' ' | b'\t') {
-        at += 1;
-    }
-    at
 }
 
 /// One pass over a piece; returns a value that depends on every line, so none is skipped.

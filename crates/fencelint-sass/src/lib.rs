@@ -75,6 +75,8 @@ pub use ast::{
     Suffix,
 };
 pub use detect::{DETECT_PREFIX, InputFormat, SassFormat, detect, detect_input};
+/// The blank skipping of the hot path, for the `scan-floor` example, which times it.
+pub use scan::skip_blanks;
 pub use split::{
     FunctionSplitter, SassChunk, TextChunk, split_bytes_in_order, split_bytes_parallel_with,
     split_functions, split_functions_parallel, split_functions_parallel_with,

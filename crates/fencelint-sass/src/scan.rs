@@ -29,8 +29,9 @@ pub(crate) fn find_pair(bytes: &[u8], from: usize, first: u8, second: u8) -> Opt
     None
 }
 
-/// Skips spaces and tabs from `index`.
-pub(crate) fn skip_blanks(bytes: &[u8], index: usize) -> usize {
+/// The index of the first byte at or after `index` that is not a space or a tab (the length
+/// when there is none).
+pub fn skip_blanks(bytes: &[u8], index: usize) -> usize {
     const SPACES: u64 = u64::from_ne_bytes([b' '; 8]);
     if index >= bytes.len() {
         return index;
