@@ -1,9 +1,9 @@
 //! Linting a SASS listing too large to hold in memory (the `cuobjdump -sass` text of NCCL's
 //! `sm_90` cubin is 1.6 GB), in any of the three formats, one function at a time on worker
-//! threads. A text listing in a regular file is memory-mapped and cut into functions in
-//! parallel ([`lint_mapped`]); anything else (JSON, a pipe, invalid UTF-8) is read once and cut
-//! by `fencelint_sass::FunctionSplitter` on the reading thread, with a bounded channel to the
-//! workers ([`lint_listing`]). Only functions with findings are kept, as excerpts that report
+//! threads. A text listing in a regular file is memory-mapped and cut into functions while the
+//! workers lint the functions already cut ([`lint_mapped`]); anything else (JSON, a pipe,
+//! invalid UTF-8) is read once and cut by `fencelint_sass::FunctionSplitter` on the reading
+//! thread, with a bounded channel to the workers ([`lint_listing`]). Only functions with findings are kept, as excerpts that report
 //! lines, columns and byte offsets of the whole file.
 
 use std::io::BufRead;
@@ -52,6 +52,9 @@ pub(crate) fn should_stream(path: &std::path::Path) -> bool {
         _ => false,
     }
 }
+
+/// How many functions of a mapped listing may wait, cut, for a worker.
+const MAPPED_AHEAD: usize = 4096;
 
 /// The id that diagnostics carry until their lines are cut out.
 const PLACEHOLDER: FileId = FileId(u32::MAX);
@@ -212,9 +215,10 @@ pub(crate) fn lint_mapped(
     // kernel's own read-ahead on faults keeps the cut as fast (docs/performance.md).
     let release = |range: std::ops::Range<usize>| release_pages(&map, range);
 
-    // Unbounded: a chunk is a few words, and the cut runs ahead of the workers by at most the
-    // file (its pages are given back as it goes).
-    let (sender, receiver) = channel::<(usize, fencelint_sass::TextChunk<'_>)>();
+    // The cut runs ahead of the workers by up to this many functions (a 1.6 GB listing has
+    // about 900), so that a file read from the disk is read ahead of the linting; bounded so
+    // that a file of millions of tiny functions does not queue them all.
+    let (sender, receiver) = sync_channel::<(usize, fencelint_sass::TextChunk<'_>)>(MAPPED_AHEAD);
     let receiver = Mutex::new(receiver);
     let abandoned = AtomicBool::new(false);
     let found = Found::default();
