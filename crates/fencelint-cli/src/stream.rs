@@ -3,8 +3,8 @@
 //! threads. A text listing in a regular file is memory-mapped and cut into functions while the
 //! workers lint the functions already cut ([`lint_mapped`]); anything else (JSON, a pipe,
 //! invalid UTF-8) is read once and cut by `fencelint_sass::FunctionSplitter` on the reading
-//! thread, with a bounded channel to the workers ([`lint_listing`]). Only functions with findings are kept, as excerpts that report
-//! lines, columns and byte offsets of the whole file.
+//! thread, with a bounded channel to the workers ([`lint_listing`]). Only functions with
+//! findings are kept, as excerpts that report lines, columns and byte offsets of the whole file.
 
 use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
