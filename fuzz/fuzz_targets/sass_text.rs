@@ -1,9 +1,9 @@
 //! The SASS text front ends (`cuobjdump -sass` and `nvdisasm` listings) on arbitrary bytes:
 //! the whole-text parser, the in-memory splitters (of a `str`, and of bytes checked as they are
 //! cut, in parallel or in order, which must agree on UTF-8 input and decline other bytes) and
-//! the streaming splitter. The streaming
-//! splitter must also cut the same chunks whatever the size of its reader's buffer, with its
-//! buffers recycled as the linter recycles them.
+//! the streaming splitter. The streaming splitter must also cut exactly the same chunks
+//! whatever the size of its reader's buffer, with its buffers recycled as the linter recycles
+//! them.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
