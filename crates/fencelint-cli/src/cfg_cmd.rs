@@ -94,9 +94,10 @@ pub(crate) fn run(args: &CfgArgs) -> ExitCode {
 fn draw(args: &CfgArgs) -> Result<String, String> {
     let bytes = std::fs::read(&args.file)
         .map_err(|err| format!("cannot read `{}`: {err}", args.file.display()))?;
-    let read = inputs::classify(&args.file, &bytes, true);
+    let is_elf = bytes.starts_with(b"\x7fELF");
+    let read = inputs::classify(&args.file, bytes, true);
     if let Some((_, message)) = read.fatal {
-        let hint = if bytes.starts_with(b"\x7fELF") {
+        let hint = if is_elf {
             "; disassemble it first (`nvdisasm -c -gp FILE > FILE.sass` or `cuobjdump -sass`) \
              and draw the text"
         } else {

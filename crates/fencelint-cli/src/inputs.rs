@@ -135,10 +135,10 @@ pub(crate) fn read(input: &InputPath) -> ReadInput {
             };
         }
     };
-    classify(&input.path, &bytes, input.explicit)
+    classify(&input.path, bytes, input.explicit)
 }
 
-pub(crate) fn classify(path: &Path, bytes: &[u8], explicit: bool) -> ReadInput {
+pub(crate) fn classify(path: &Path, bytes: Vec<u8>, explicit: bool) -> ReadInput {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     if bytes.is_empty() {
         return ReadInput {
@@ -148,7 +148,7 @@ pub(crate) fn classify(path: &Path, bytes: &[u8], explicit: bool) -> ReadInput {
             warning: None,
         };
     }
-    if let Some(nul) = memchr_nul(bytes) {
+    if let Some(nul) = memchr_nul(&bytes) {
         let what = if bytes.starts_with(b"\x7fELF") {
             "an ELF binary (cubin, `.o` or `.so`)"
         } else {
@@ -165,11 +165,11 @@ pub(crate) fn classify(path: &Path, bytes: &[u8], explicit: bool) -> ReadInput {
             warning: None,
         };
     }
-    let (text, warning) = match String::from_utf8(bytes.to_vec()) {
+    let (text, warning) = match String::from_utf8(bytes) {
         Ok(text) => (text, None),
         Err(err) => {
             let at = err.utf8_error().valid_up_to();
-            let text = String::from_utf8_lossy(bytes).into_owned();
+            let text = String::from_utf8_lossy(err.as_bytes()).into_owned();
             let message = format!(
                 "invalid UTF-8 at byte {at}; the invalid bytes were replaced and the rest was linted"
             );
@@ -190,7 +190,7 @@ pub(crate) fn classify(path: &Path, bytes: &[u8], explicit: bool) -> ReadInput {
 }
 
 fn memchr_nul(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == 0)
+    memchr::memchr(0, bytes)
 }
 
 #[cfg(test)]

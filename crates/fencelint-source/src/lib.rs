@@ -209,7 +209,7 @@ fn line_starts(text: &str) -> Vec<u32> {
 }
 
 fn memchr_newlines(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
-    bytes.iter().enumerate().filter_map(|(i, &b)| (b == b'\n').then_some(i))
+    memchr::memchr_iter(b'\n', bytes)
 }
 
 /// All files of one run. Implements [`codespan_reporting::files::Files`].
