@@ -142,11 +142,14 @@ pub struct MemAccess {
     pub vector: u8,
     /// The access bypasses the coherent path (`ld.global.nc`, `LDG.E.CONSTANT`).
     pub non_coherent: bool,
+    /// The access moves whole 8x8 matrices, one row address per lane (`ldmatrix`/`stmatrix`,
+    /// SASS `LDSM`/`STSM`): the shape of MMA operand tiles.
+    pub matrix: bool,
 }
 
 impl MemAccess {
     pub const fn new(space: Space, sem: Sem, scope: Option<Scope>) -> Self {
-        Self { space, sem, scope, width: None, vector: 1, non_coherent: false }
+        Self { space, sem, scope, width: None, vector: 1, non_coherent: false, matrix: false }
     }
 
     pub const fn is_strong(&self) -> bool {

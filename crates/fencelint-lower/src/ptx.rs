@@ -433,6 +433,7 @@ fn mem_access(
     mem.width = width;
     mem.vector = vector;
     mem.non_coherent = instruction.has_modifier("nc");
+    mem.matrix = matches!(instruction.mnemonic(), "ldmatrix" | "stmatrix");
     mem
 }
 

@@ -606,7 +606,7 @@ fn meaning_of(class: Class, facts: &mut Facts<'_>) -> Result<Meaning, String> {
 }
 
 /// A memory access from `space=`, `sem=` (weak when absent), `scope=`, `width=` (32 when
-/// absent) and `nc`.
+/// absent), `nc` and `matrix`.
 fn mem_access(facts: &mut Facts<'_>, need_space: bool) -> Result<MemAccess, String> {
     let space = match opt(facts, "space", parse_space)? {
         Some(space) => space,
@@ -621,6 +621,7 @@ fn mem_access(facts: &mut Facts<'_>, need_space: bool) -> Result<MemAccess, Stri
         None => 32,
     });
     mem.non_coherent = facts.flag("nc");
+    mem.matrix = facts.flag("matrix");
     Ok(mem)
 }
 
@@ -736,7 +737,11 @@ mod tests {
         let InstKind::Load(mem) = t.classify("LDG.E").kind else { panic!() };
         assert_eq!((mem.sem, mem.scope, mem.width), (Sem::Weak, None, Some(32)));
         let InstKind::Load(mem) = t.classify("LDG.E.CONSTANT").kind else { panic!() };
-        assert!(mem.non_coherent);
+        assert!(mem.non_coherent && !mem.matrix);
+        let InstKind::Store(mem) = t.classify("STSM.16.M88.4").kind else { panic!() };
+        assert!(mem.matrix);
+        let InstKind::Load(mem) = t.classify("LDSM.16.MT88.2").kind else { panic!() };
+        assert!(mem.matrix);
         let InstKind::Store(mem) = t.classify("STG.E.MMIO.SYS").kind else { panic!() };
         assert_eq!((mem.sem, mem.scope), (Sem::Mmio, Some(Scope::Sys)));
         let InstKind::Atomic { mem, returns: false } =

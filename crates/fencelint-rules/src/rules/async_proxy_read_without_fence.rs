@@ -198,8 +198,7 @@ fn may_read(
 /// `STS.128`).
 fn is_tile_store(inst: &Inst) -> bool {
     let InstKind::Store(mem) = &inst.kind else { return false };
-    let matrix = inst.opcode.starts_with("stmatrix") || inst.opcode.starts_with("STSM");
-    matrix || mem.width.unwrap_or(32) * u32::from(mem.vector.max(1)) >= 64
+    mem.matrix || mem.width.unwrap_or(32) * u32::from(mem.vector.max(1)) >= 64
 }
 
 /// `fence.proxy.async` (all of it, or restricted to shared memory), SASS `FENCE.VIEW.ASYNC.S`,
