@@ -39,6 +39,13 @@ struct Origin {
 impl FunctionAnalysis<'_> {
     /// The definitions of `reg` that reach the use in `at` (searching strictly before `at`).
     pub fn reaching_defs(&self, at: InstId, reg: Reg) -> Reach {
+        self.reaching_defs_in(at, reg, None)
+    }
+
+    /// [`FunctionAnalysis::reaching_defs`] along paths that stay inside `inside` (a loop of
+    /// [`FunctionAnalysis::loops`]) when given: the definitions it finds are those inside the
+    /// loop that reach `at` within the loop's blocks.
+    fn reaching_defs_in(&self, at: InstId, reg: Reg, inside: Option<&Loop>) -> Reach {
         // The walk starts here: `at`, or the top of its block when the block defines `reg`
         // nowhere before `at` (the same walk, shared by every such use in the block).
         let mut from = at;
@@ -65,15 +72,24 @@ impl FunctionAnalysis<'_> {
                 }
             }
         }
-        if let Some(reach) = self.reaches.borrow().get(&(from, reg)) {
+        let Some(lp) = inside else {
+            if let Some(reach) = self.reaches.borrow().get(&(from, reg)) {
+                return reach.clone();
+            }
+            let reach = self.walk_reaching_defs(from, reg, None);
+            self.reaches.borrow_mut().insert((from, reg), reach.clone());
+            return reach;
+        };
+        let key = (from, reg, lp.header);
+        if let Some(reach) = self.reaches_in_loop.borrow().get(&key) {
             return reach.clone();
         }
-        let reach = self.walk_reaching_defs(from, reg);
-        self.reaches.borrow_mut().insert((from, reg), reach.clone());
+        let reach = self.walk_reaching_defs(from, reg, Some(lp));
+        self.reaches_in_loop.borrow_mut().insert(key, reach.clone());
         reach
     }
 
-    fn walk_reaching_defs(&self, at: InstId, reg: Reg) -> Reach {
+    fn walk_reaching_defs(&self, at: InstId, reg: Reg, inside: Option<&Loop>) -> Reach {
         let cfg = &self.cfg;
         let mut reach = Reach::default();
         // Sorted and deduplicated at the end: a walk finds few definitions.
@@ -116,6 +132,9 @@ impl FunctionAnalysis<'_> {
             let mut has_pred = false;
             for pred in cfg.predecessors(block) {
                 has_pred = true;
+                if inside.is_some_and(|lp| !lp.contains(pred)) {
+                    continue;
+                }
                 if seen.insert(pred) {
                     work.push((pred, None));
                 }
@@ -164,7 +183,7 @@ impl FunctionAnalysis<'_> {
                 self.mark_incomplete();
                 break;
             }
-            for def in self.reaching_defs(at, reg).defs {
+            for def in self.reaching_defs_in(at, reg, within).defs {
                 if within.is_some_and(|l| !l.contains_inst(self, def)) {
                     continue;
                 }

@@ -67,6 +67,8 @@ pub struct FunctionAnalysis<'f> {
     /// Reaching definitions already computed by a walk ([`FunctionAnalysis::reaching_defs`]):
     /// the poll rules slice the same exit branches, and SASS registers are redefined often.
     reaches: RefCell<FxHashMap<(InstId, Reg), Reach>>,
+    /// The same inside one loop (by header), for the slices of loop exits.
+    reaches_in_loop: RefCell<FxHashMap<(InstId, Reg, BlockId), Reach>>,
     /// Visited-block marks reused by the walks, so that a short walk in a function of many
     /// blocks does not allocate and clear a mark per block (see [`Visited`]).
     reach_marks: RefCell<Marks>,
@@ -175,6 +177,7 @@ impl<'f> FunctionAnalysis<'f> {
             value_keys: RefCell::new(FxHashMap::default()),
             inst_keys: RefCell::new(Vec::new()),
             reaches: RefCell::new(FxHashMap::default()),
+            reaches_in_loop: RefCell::new(FxHashMap::default()),
             reach_marks: RefCell::new(Marks::default()),
             walk_marks: RefCell::new(Marks::default()),
             memory_insts: OnceCell::new(),

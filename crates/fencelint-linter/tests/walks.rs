@@ -11,6 +11,9 @@
 //!   instruction of every visit and drops repeated targets;
 //! - `reaching_defs` skips blocks by a per-block register set and searches definition sites;
 //!   it must answer like a backward scan of every instruction (for every register use);
+//! - `deciding_reads` inside a loop walks only the loop's blocks; it must answer like a slice
+//!   over whole-function reaching definitions with the definitions outside the loop dropped
+//!   (for every guarded instruction of every loop);
 //! - the CFG's successor and predecessor arrays, its dominator tree, `innermost_loop`'s table
 //!   and `Loop::memory_insts` must give what petgraph (its edge lists and `simple_fast`), a
 //!   scan of every loop and a filter of `Loop::insts` give;
@@ -299,6 +302,63 @@ fn reaching_definitions_answer_like_a_plain_backward_scan() {
         compared > 10_000 && with_defs > 5_000,
         "{compared} uses, {with_defs} with definitions"
     );
+}
+
+/// The reads that decide `branch` inside `lp`, sliced with whole-function reaching definitions
+/// and the definitions outside the loop dropped afterwards: what `deciding_reads` computed before
+/// its walks were kept inside the loop.
+fn plain_deciding_reads(
+    analysis: &FunctionAnalysis<'_>,
+    func: &Function,
+    branch: InstId,
+    lp: &fencelint_cfg::Loop,
+) -> Vec<InstId> {
+    let Some(guard) = func.inst(branch).guard else { return Vec::new() };
+    let mut found = Vec::new();
+    let mut visited = BTreeSet::new();
+    let mut queue = VecDeque::from([(branch, guard.reg)]);
+    while let Some((at, reg)) = queue.pop_front() {
+        if !visited.insert((at, reg)) {
+            continue;
+        }
+        for def in analysis.reaching_defs(at, reg).defs {
+            if !lp.contains_inst(analysis, def) {
+                continue;
+            }
+            let inst = func.inst(def);
+            if inst.kind.reads_memory()
+                || matches!(inst.kind, InstKind::Mbarrier(fencelint_ir::MbarrierOp::Wait { .. }))
+            {
+                found.push(def);
+                continue;
+            }
+            for &used in &inst.uses {
+                queue.push_back((def, used));
+            }
+        }
+    }
+    found.sort_unstable();
+    found.dedup();
+    found
+}
+
+#[test]
+fn loop_exit_slices_answer_like_whole_function_slices() {
+    let mut compared = 0usize;
+    let mut with_reads = 0usize;
+    each_function(|path, func| {
+        let analysis = FunctionAnalysis::new(func);
+        for lp in analysis.loops() {
+            for branch in lp.insts(&analysis).filter(|&id| func.inst(id).guard.is_some()) {
+                let expected = plain_deciding_reads(&analysis, func, branch, lp);
+                let got = analysis.deciding_reads(branch, Some(lp));
+                assert_eq!(got, expected, "{} {} at {branch}", path.display(), func.name);
+                compared += 1;
+                with_reads += usize::from(!got.is_empty());
+            }
+        }
+    });
+    assert!(compared > 2_000 && with_reads > 500, "{compared} branches, {with_reads} with reads");
 }
 
 /// `Loop::address_is_invariant` on hand-written PTX (a test input, not compiler output): an
