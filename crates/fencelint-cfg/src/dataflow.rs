@@ -44,7 +44,10 @@ impl FunctionAnalysis<'_> {
 
     /// [`FunctionAnalysis::reaching_defs`] along paths that stay inside `inside` (a loop of
     /// [`FunctionAnalysis::loops`]) when given: the definitions it finds are those inside the
-    /// loop that reach `at` within the loop's blocks.
+    /// loop that reach `at` within the loop's blocks. A definition inside the loop that reaches
+    /// `at` only around an enclosing loop (out through an exit and back in through the header)
+    /// is not found: that value comes from an earlier run of the loop, not from the iterations
+    /// that decide its exits. The compiled fixtures have no such case (`walks.rs`).
     fn reaching_defs_in(&self, at: InstId, reg: Reg, inside: Option<&Loop>) -> Reach {
         // The walk starts here: `at`, or the top of its block when the block defines `reg`
         // nowhere before `at` (the same walk, shared by every such use in the block).
