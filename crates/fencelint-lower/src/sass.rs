@@ -38,13 +38,18 @@ pub use table::{
 
 use crate::Lowered;
 
-/// Parses a SASS listing of a known format and lowers it.
+/// Parses a SASS listing of a known format and lowers it. A text listing is lowered as it is
+/// parsed, an instruction at a time ([`LowerSink`]); the result is [`lower_parsed`]'s of the
+/// syntax tree.
 pub fn lower_text(file: FileId, text: &str, format: SassFormat, base: u32) -> Lowered {
-    let parsed = match format {
-        SassFormat::NvdisasmJson => fencelint_sass::parse_json(text),
-        SassFormat::CuobjdumpText | SassFormat::NvdisasmText => fencelint_sass::parse_text(text),
-    };
-    lower_parsed(file, text, &parsed, base)
+    match format {
+        SassFormat::NvdisasmJson => {
+            lower_parsed(file, text, &fencelint_sass::parse_json(text), base)
+        }
+        SassFormat::CuobjdumpText | SassFormat::NvdisasmText => {
+            lower_streamed(file, text, base, |sink| fencelint_sass::parse_text_into(text, sink))
+        }
+    }
 }
 
 /// [`lower_text`] for a text listing that holds one function (a chunk of a split listing), with
@@ -59,7 +64,84 @@ pub fn lower_function_text(
     match format {
         SassFormat::NvdisasmJson => lower_text(file, text, format, base),
         SassFormat::CuobjdumpText | SassFormat::NvdisasmText => {
-            lower_parsed(file, text, &fencelint_sass::parse_function_text(text, arch), base)
+            lower_streamed(file, text, base, |sink| {
+                fencelint_sass::parse_function_text_into(text, arch, sink)
+            })
+        }
+    }
+}
+
+/// Lowers a text listing with `parse`, which feeds a [`LowerSink`] and returns the parse errors.
+fn lower_streamed<'a>(
+    file: FileId,
+    text: &'a str,
+    base: u32,
+    parse: impl FnOnce(&mut LowerSink<'a, '_>) -> Vec<fencelint_sass::ParseError>,
+) -> Lowered {
+    let table = table::table();
+    OPCODES.with_borrow_mut(|cache| {
+        let format = fencelint_sass::detect(text)
+            .filter(|f| *f == SassFormat::CuobjdumpText)
+            .unwrap_or(SassFormat::NvdisasmText);
+        let mut sink = LowerSink {
+            file,
+            text,
+            format,
+            base,
+            table,
+            cache,
+            modules: Vec::new(),
+            current_key: None,
+            body: None,
+            expected: 0,
+        };
+        let errors = parse(&mut sink);
+        let mut modules = sink.modules;
+        if modules.is_empty() {
+            modules.push(new_module(file, None, None));
+        }
+        Lowered { modules, diagnostics: parse_errors(file, &errors, base) }
+    })
+}
+
+/// Lowers each instruction as the text parser reads it: no syntax tree, no operand vector
+/// per instruction. Functions are grouped into modules as [`lower_module`] groups them.
+struct LowerSink<'a, 'c> {
+    file: FileId,
+    text: &'a str,
+    format: SassFormat,
+    base: u32,
+    table: &'static table::Table,
+    cache: &'c mut OpcodeCache,
+    modules: Vec<Module>,
+    current_key: Option<(Option<Arch>, Option<&'a str>)>,
+    /// The function being lowered, from its first instruction on.
+    body: Option<Body<'a>>,
+    /// The instructions the parser expects in the function being read.
+    expected: usize,
+}
+
+impl<'a> fencelint_sass::ListingSink<'a> for LowerSink<'a, '_> {
+    fn open_function(&mut self, expected: usize) {
+        self.expected = expected;
+    }
+
+    fn instruction(&mut self, inst: SassInst<'a>, operands: &[Operand<'a>]) {
+        let expected = self.expected;
+        let body = self.body.get_or_insert_with(|| Body::with_capacity(expected));
+        body.instruction(&inst, operands, self.base, self.table, self.cache);
+    }
+
+    fn close_function(&mut self, function: SassFunction<'a>) {
+        let body = self.body.take().unwrap_or_else(|| Body::with_capacity(0));
+        let lowered = body.finish(&function, self.text, self.format, self.base);
+        let key = (function.arch, function.binary);
+        if self.current_key != Some(key) || self.modules.is_empty() {
+            self.current_key = Some(key);
+            self.modules.push(new_module(self.file, function.arch.map(|a| a.to_string()), None));
+        }
+        if let Some(module) = self.modules.last_mut() {
+            module.functions.push(lowered);
         }
     }
 }
@@ -72,14 +154,18 @@ pub fn lower_parsed(
     parsed: &fencelint_sass::Parsed<SassModule<'_>>,
     base: u32,
 ) -> Lowered {
-    let mut diagnostics: Vec<Diagnostic> = parsed
-        .errors
+    let modules = lower_module(file, text, &parsed.value, base);
+    Lowered { modules, diagnostics: parse_errors(file, &parsed.errors, base) }
+}
+
+/// Parse errors as diagnostics, in text order.
+fn parse_errors(file: FileId, errors: &[fencelint_sass::ParseError], base: u32) -> Vec<Diagnostic> {
+    let mut diagnostics: Vec<Diagnostic> = errors
         .iter()
         .map(|e| crate::parse_error(file, e.range.shifted(base), &e.message, Dialect::Sass))
         .collect();
     diagnostics.sort_by_key(|d| d.primary.range.start);
-    let modules = lower_module(file, text, &parsed.value, base);
-    Lowered { modules, diagnostics }
+    diagnostics
 }
 
 /// Lowers a parsed listing: one [`Module`] per run of functions that share an architecture
@@ -213,12 +299,17 @@ fn new_module(file: FileId, target: Option<String>, producer: Option<&str>) -> M
 /// Whether the function is a kernel. nvdisasm text says so (`.other name,@"STO_CUDA_ENTRY
 /// ..."` in the header); cuobjdump and nvdisasm JSON do not, and the functions they list are
 /// taken to be kernels.
-fn is_kernel(func: &SassFunction<'_>, text: &str, format: SassFormat) -> bool {
+fn is_kernel(
+    func: &SassFunction<'_>,
+    first_start: Option<u32>,
+    text: &str,
+    format: SassFormat,
+) -> bool {
     if format != SassFormat::NvdisasmText {
         return true;
     }
     let start = func.range.start as usize;
-    let end = func.instructions.first().map_or(func.range.end, |i| i.range.start) as usize;
+    let end = first_start.unwrap_or(func.range.end) as usize;
     text.get(start..end.max(start)).is_none_or(|header| header.contains("STO_CUDA_ENTRY"))
 }
 
@@ -292,29 +383,126 @@ fn lower_function(
     table: &table::Table,
     cache: &mut OpcodeCache,
 ) -> Function {
-    let mut out = Lowering::new(Function::new(
-        func.name,
-        is_kernel(func, text, format),
-        func.range.shifted(base),
-    ));
-    let kept = || {
-        func.instructions.iter().filter(|i| !i.guard.is_some_and(fencelint_sass::Guard::is_never))
-    };
-    let addresses: Vec<u64> = kept().map(|i| i.address).collect();
-    // Each instruction is filled in where it lies in the table, not built and then moved
-    // there (an `Inst` is about 300 bytes; the moves were 2% of a listing's lowering). The
-    // table is out of the function meanwhile, which interning registers needs mutably.
-    let mut insts = Vec::with_capacity(addresses.len());
-    for inst in kept() {
-        let facts = cache.get(table, inst.opcode);
-        let kind = kind_of(inst, facts, table);
-        insts.push(Inst::new(inst.range.shifted(base), inst.opcode, kind));
-        if let Some(slot) = insts.last_mut() {
-            lower_inst(&mut out, slot, inst, facts, table, &addresses, &func.labels);
+    let mut body = Body::with_capacity(func.instructions.len());
+    for inst in &func.instructions {
+        body.instruction(inst, &inst.operands, base, table, cache);
+    }
+    body.finish(func, text, format, base)
+}
+
+/// The instructions of one function as they are lowered, in input order, and what waits for
+/// the end of the function: branch targets (a branch can jump forward, and a label names its
+/// address only once the instruction after it is read).
+struct Body<'a> {
+    lowering: Lowering,
+    insts: Vec<Inst>,
+    /// The addresses of `insts`, in order.
+    addresses: Vec<u64>,
+    /// The branches whose targets are resolved at the end.
+    branches: Vec<(InstId, BranchRef<'a>)>,
+    /// Where the first instruction starts (kept or not): the function's header ends there.
+    first_start: Option<u32>,
+}
+
+/// Where a branch goes, as the instruction says it.
+enum BranchRef<'a> {
+    /// A code address (`BRA 0x200`, or a label resolved by the parser).
+    Address(u64),
+    /// A `` `(.L_x_8) `` label, resolved against the function's labels and its own name.
+    Label(&'a str),
+    /// An indirect branch with the `(*"BRANCH_TARGETS .L_x_1,.L_x_2"*)` annotation's list.
+    Listed(&'a str),
+    /// An indirect branch, or a target that the instruction does not say.
+    Unknown,
+}
+
+impl<'a> Body<'a> {
+    fn with_capacity(capacity: usize) -> Self {
+        Self {
+            lowering: Lowering::new(Function::default()),
+            insts: Vec::with_capacity(capacity),
+            addresses: Vec::with_capacity(capacity),
+            branches: Vec::new(),
+            first_start: None,
         }
     }
-    out.func.insts = insts;
-    out.func
+
+    /// Lowers one instruction (`@!PT` ones are dropped) whose operands are `operands`.
+    fn instruction(
+        &mut self,
+        inst: &SassInst<'a>,
+        operands: &[Operand<'a>],
+        base: u32,
+        table: &table::Table,
+        cache: &mut OpcodeCache,
+    ) {
+        self.first_start.get_or_insert(inst.range.start);
+        if inst.guard.is_some_and(fencelint_sass::Guard::is_never) {
+            return;
+        }
+        let facts = cache.get(table, inst.opcode);
+        let kind = kind_of(inst, operands, facts, table);
+        let id = InstId(self.insts.len() as u32);
+        // Each instruction is filled in where it lies in the table, not built and then moved
+        // there (an `Inst` is about 300 bytes; the moves were 2% of a listing's lowering).
+        self.insts.push(Inst::new(inst.range.shifted(base), inst.opcode, kind));
+        self.addresses.push(inst.address);
+        if let Some(slot) = self.insts.last_mut()
+            && let Some(branch) = lower_inst(&mut self.lowering, slot, inst, operands, facts, table)
+        {
+            self.branches.push((id, branch));
+        }
+    }
+
+    /// Resolves the branches and gives the function `header` names: `insts` must be empty.
+    fn finish(
+        mut self,
+        header: &SassFunction<'a>,
+        text: &str,
+        format: SassFormat,
+        base: u32,
+    ) -> Function {
+        let targets = Targets { addresses: &self.addresses, labels: &header.labels };
+        let mut sorted: Vec<(&str, u64)> = Vec::new();
+        if self.branches.iter().any(|(_, branch)| matches!(branch, BranchRef::Label(_))) {
+            sorted = header.labels.iter().map(|label| (label.name, label.address)).collect();
+            sorted.sort_unstable();
+        }
+        for (id, branch) in std::mem::take(&mut self.branches) {
+            let control = &mut self.insts[id.index()].control;
+            let address = match branch {
+                BranchRef::Address(address) => Some(address),
+                BranchRef::Label(label) => {
+                    match sorted.binary_search_by(|(name, _)| (*name).cmp(label)) {
+                        Ok(index) => Some(sorted[index].1),
+                        Err(_) => (label == header.name).then_some(0),
+                    }
+                }
+                BranchRef::Listed(list) => {
+                    match targets.listed(list) {
+                        Some(ids) => control.targets = ids,
+                        None => control.indirect = true,
+                    }
+                    continue;
+                }
+                BranchRef::Unknown => None,
+            };
+            match address {
+                Some(address) => match resolve(&self.addresses, address) {
+                    Some(id) => control.targets.push(id),
+                    // Past the last instruction: the branch leaves the function.
+                    None => control.exits = true,
+                },
+                None => control.indirect = true,
+            }
+        }
+        let mut func = self.lowering.func;
+        header.name.clone_into(&mut func.name);
+        func.range = header.range.shifted(base);
+        func.is_kernel = is_kernel(header, self.first_start, text, format);
+        func.insts = self.insts;
+        func
+    }
 }
 
 fn is_predicate(reg: Register) -> bool {
@@ -389,10 +577,14 @@ fn def_count(defs: Defs, operands: &[Operand<'_>]) -> usize {
 }
 
 /// The kind of `inst`: its opcode's, unless its operands say otherwise.
-fn kind_of(inst: &SassInst<'_>, facts: &OpcodeFacts, table: &table::Table) -> InstKind {
+fn kind_of(
+    inst: &SassInst<'_>,
+    operands: &[Operand<'_>],
+    facts: &OpcodeFacts,
+    table: &table::Table,
+) -> InstKind {
     let class = &facts.class;
     let meaning = class.row.map(|row| table.meaning(row));
-    let operands = &inst.operands;
     let mut kind = class.kind.clone();
     if let Some(meaning) = meaning {
         if let Some(sb) = meaning.scoreboard {
@@ -416,18 +608,18 @@ fn kind_of(inst: &SassInst<'_>, facts: &OpcodeFacts, table: &table::Table) -> In
     kind
 }
 
-/// Fills in `out`, made by [`Inst::new`] with the range, opcode and [`kind_of`] of `inst`.
-fn lower_inst(
+/// Fills in `out`, made by [`Inst::new`] with the range, opcode and [`kind_of`] of `inst`, whose
+/// operands are `operands`; a branch's target is returned, to be resolved at the end of the
+/// function.
+fn lower_inst<'a>(
     func: &mut Lowering,
     out: &mut Inst,
-    inst: &SassInst<'_>,
+    inst: &SassInst<'a>,
+    operands: &[Operand<'a>],
     facts: &OpcodeFacts,
     table: &table::Table,
-    addresses: &[u64],
-    labels: &[SassLabel<'_>],
-) {
+) -> Option<BranchRef<'a>> {
     let meaning = facts.class.row.map(|row| table.meaning(row));
-    let operands = &inst.operands;
     out.sass_address = Some(inst.address);
     out.ptx_line = inst.ptx_line;
     out.source =
@@ -478,8 +670,7 @@ fn lower_inst(
     if let Some(rule) = meaning.and_then(|m| m.value) {
         out.value = value_op(func, rule, operands);
     }
-    let targets = Targets { addresses, labels };
-    set_control(func, out, inst, meaning.is_some_and(|m| m.indirect), targets);
+    set_control(func, out, inst, operands, meaning.is_some_and(|m| m.indirect))
 }
 
 fn uses_of_address(func: &mut Lowering, address: &fencelint_sass::Address, uses: &mut Regs) {
@@ -665,10 +856,9 @@ impl Targets<'_, '_> {
     /// The instructions an indirect branch's `(*"BRANCH_TARGETS ..."*)` annotation names, in
     /// instruction order without repeats; `None` when the branch has no annotation or a label
     /// of it does not resolve to an instruction of the function.
-    fn listed(&self, inst: &SassInst<'_>) -> Option<Vec<InstId>> {
-        let names = inst.operands.iter().find_map(fencelint_sass::Operand::branch_targets)?;
+    fn listed(&self, list: &str) -> Option<Vec<InstId>> {
         let mut ids = Vec::new();
-        for name in names {
+        for name in list.split(',').map(str::trim).filter(|name| !name.is_empty()) {
             let label = self.labels.iter().find(|label| label.name == name)?;
             ids.push(resolve(self.addresses, label.address)?);
         }
@@ -678,24 +868,25 @@ impl Targets<'_, '_> {
     }
 }
 
-fn set_control(
+/// Sets the control flow of `out` but for a branch's targets, which are returned.
+fn set_control<'a>(
     func: &mut Lowering,
     out: &mut Inst,
-    inst: &SassInst<'_>,
+    inst: &SassInst<'a>,
+    operands: &[Operand<'a>],
     indirect: bool,
-    targets: Targets<'_, '_>,
-) {
+) -> Option<BranchRef<'a>> {
     let guarded = out.guard.is_some();
     match out.kind {
         InstKind::Branch => {
             // A condition written as an operand: `BRA.U !UP0, target`.
-            let condition = inst.operands.iter().find_map(|o| {
+            let condition = operands.iter().find_map(|o| {
                 o.reg().filter(|r| is_predicate(r.reg) && !r.reg.is_special()).map(|r| (r, o))
             });
             // `BRA.U !UP0, target` tests a predicate operand; `BRA.DIV ~URZ` and `BRA.CONV ~URZ`
             // branch on the warp's convergence state.
             let conditional_operand =
-                inst.operands.iter().any(|o| {
+                operands.iter().any(|o| {
                     o.reg().is_some_and(|r| is_predicate(r.reg) && (!r.reg.is_true() || o.invert))
                 }) || inst.opcode.split('.').skip(1).any(|m| matches!(m, "DIV" | "CONV"));
             if !guarded
@@ -709,25 +900,29 @@ fn set_control(
             if indirect {
                 // nvdisasm lists the targets of a jump table; cuobjdump and nvdisasm JSON do
                 // not, and the CFG then over-approximates them (`Cfg::build`).
-                match targets.listed(inst) {
-                    Some(ids) => out.control.targets = ids,
-                    None => out.control.indirect = true,
-                }
-                return;
+                let list = operands.iter().find_map(|o| match o.kind {
+                    OperandKind::BranchTargets(list) => Some(list),
+                    _ => None,
+                });
+                return Some(list.map_or(BranchRef::Unknown, BranchRef::Listed));
             }
-            match inst.branch_target {
-                Some(target) => match resolve(targets.addresses, target) {
-                    Some(id) => out.control.targets.push(id),
-                    // Past the last instruction: the branch leaves the function.
-                    None => out.control.exits = true,
-                },
-                None => out.control.indirect = true,
-            }
+            Some(match inst.branch_target {
+                Some(target) => BranchRef::Address(target),
+                // A label the parser left to the sink (the tree's labels are resolved already;
+                // `RET` names the function returned into, not a target).
+                None if !inst.opcode.starts_with("RET") => operands
+                    .iter()
+                    .rev()
+                    .find_map(Operand::label)
+                    .map_or(BranchRef::Unknown, BranchRef::Label),
+                None => BranchRef::Unknown,
+            })
         }
         InstKind::Exit | InstKind::Return => {
             out.control = Control { falls_through: guarded, exits: true, ..Control::default() };
+            None
         }
-        _ => {}
+        _ => None,
     }
 }
 

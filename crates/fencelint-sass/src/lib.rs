@@ -81,6 +81,7 @@ pub use split::{
     FunctionSplitter, SassChunk, TextChunk, split_bytes_in_order, split_bytes_parallel_with,
     split_functions, split_functions_parallel, split_functions_parallel_with,
 };
+pub use text::ListingSink;
 
 /// A problem found while parsing, with the byte range it concerns.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -120,12 +121,18 @@ pub fn parse(text: &str) -> Parsed<SassModule<'_>> {
     }
 }
 
-/// Parses a `cuobjdump -sass` or `nvdisasm` text listing (both share one grammar here).
-pub fn parse_text(text: &str) -> Parsed<SassModule<'_>> {
-    let format = match detect(text) {
+/// The text format of a listing: cuobjdump's when [`detect`] says so, nvdisasm's otherwise
+/// (the two share one grammar here; the format decides little more than sizes).
+fn text_format(text: &str) -> SassFormat {
+    match detect(text) {
         Some(SassFormat::CuobjdumpText) => SassFormat::CuobjdumpText,
         _ => SassFormat::NvdisasmText,
-    };
+    }
+}
+
+/// Parses a `cuobjdump -sass` or `nvdisasm` text listing (both share one grammar here).
+pub fn parse_text(text: &str) -> Parsed<SassModule<'_>> {
+    let format = text_format(text);
     text::parse_listing(text, format, text::Context::default())
 }
 
@@ -135,12 +142,27 @@ pub fn parse_text(text: &str) -> Parsed<SassModule<'_>> {
 /// result is [`parse_text`]'s; knowing that the text is one function lets the parser size the
 /// instruction table from its length instead of growing it.
 pub fn parse_function_text(text: &str, arch: Option<Arch>) -> Parsed<SassModule<'_>> {
-    let format = match detect(text) {
-        Some(SassFormat::CuobjdumpText) => SassFormat::CuobjdumpText,
-        _ => SassFormat::NvdisasmText,
-    };
+    let format = text_format(text);
     let context = text::Context { arch, one_function: true, ..text::Context::default() };
     text::parse_listing(text, format, context)
+}
+
+/// [`parse_text`] into a [`ListingSink`] instead of a syntax tree; returns the parse errors.
+pub fn parse_text_into<'a>(text: &'a str, sink: &mut impl ListingSink<'a>) -> Vec<ParseError> {
+    let format = text_format(text);
+    text::parse_listing_into(text, 0, text.len(), format, text::Context::default(), sink)
+}
+
+/// [`parse_function_text`] into a [`ListingSink`] instead of a syntax tree; returns the parse
+/// errors.
+pub fn parse_function_text_into<'a>(
+    text: &'a str,
+    arch: Option<Arch>,
+    sink: &mut impl ListingSink<'a>,
+) -> Vec<ParseError> {
+    let format = text_format(text);
+    let context = text::Context { arch, one_function: true, ..text::Context::default() };
+    text::parse_listing_into(text, 0, text.len(), format, context, sink)
 }
 
 /// Parses `nvdisasm -json` output.

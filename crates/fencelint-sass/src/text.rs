@@ -27,6 +27,68 @@ pub(crate) struct Context<'a> {
     pub(crate) one_function: bool,
 }
 
+/// Receives what the text parser reads, one instruction at a time, instead of a syntax tree.
+///
+/// A consumer that turns each instruction into something else at once (the lowering into the
+/// IR) keeps neither the tree nor an operand vector per instruction: the parser reuses one
+/// operand buffer for every line. [`crate::parse_text`] and the other tree-building entry
+/// points are this parser with a sink that collects a [`SassModule`].
+pub trait ListingSink<'a> {
+    /// A function starts; about `expected` instructions follow when the text is known to be
+    /// one function (0 when unknown).
+    fn open_function(&mut self, expected: usize) {
+        let _ = expected;
+    }
+
+    /// One instruction of the open function, in input order. `inst.operands` is empty: the
+    /// operands are `operands`, valid for this call only. `inst.branch_target` holds a numeric
+    /// target; a `` `(.L_x_8) `` label target is left to the sink, which knows all the labels
+    /// only at [`Self::close_function`].
+    fn instruction(&mut self, inst: SassInst<'a>, operands: &[Operand<'a>]);
+
+    /// The encoding comment of the last instruction grew by `range` (cuobjdump writes the
+    /// second word on a line of its own).
+    fn extend_encoding(&mut self, range: TextRange) {
+        let _ = range;
+    }
+
+    /// The open function ends. `function.instructions` is empty (they went to
+    /// [`Self::instruction`]); every label has its address.
+    fn close_function(&mut self, function: SassFunction<'a>);
+}
+
+/// The sink that builds the syntax tree.
+#[derive(Default)]
+struct TreeSink<'a> {
+    functions: Vec<SassFunction<'a>>,
+    instructions: Vec<SassInst<'a>>,
+}
+
+impl<'a> ListingSink<'a> for TreeSink<'a> {
+    fn open_function(&mut self, expected: usize) {
+        self.instructions = Vec::with_capacity(expected);
+    }
+
+    fn instruction(&mut self, mut inst: SassInst<'a>, operands: &[Operand<'a>]) {
+        // Copied out of the parser's buffer at their exact size: one allocation per
+        // instruction, none for growth.
+        inst.operands = operands.to_vec();
+        self.instructions.push(inst);
+    }
+
+    fn extend_encoding(&mut self, range: TextRange) {
+        if let Some(inst) = self.instructions.last_mut() {
+            inst.encoding = Some(inst.encoding.map_or(range, |old| old.cover(range)));
+        }
+    }
+
+    fn close_function(&mut self, mut function: SassFunction<'a>) {
+        function.instructions = std::mem::take(&mut self.instructions);
+        resolve_targets(function.name, &mut function.instructions, &function.labels);
+        self.functions.push(function);
+    }
+}
+
 /// Parses a text listing. `context` is what is known from outside the text (for chunks cut by
 /// [`crate::FunctionSplitter`]).
 pub(crate) fn parse_listing<'a>(
@@ -46,11 +108,25 @@ pub(crate) fn parse_listing_in<'a>(
     format: SassFormat,
     context: Context<'a>,
 ) -> Parsed<SassModule<'a>> {
+    let mut sink = TreeSink::default();
+    let errors = parse_listing_into(text, start, end, format, context, &mut sink);
+    Parsed { value: SassModule { format, functions: sink.functions, producer: None }, errors }
+}
+
+/// Parses the lines of `text[start..end]` into `sink` and returns the errors.
+pub(crate) fn parse_listing_into<'a, S: ListingSink<'a>>(
+    text: &'a str,
+    start: usize,
+    end: usize,
+    format: SassFormat,
+    context: Context<'a>,
+    sink: &mut S,
+) -> Vec<ParseError> {
     let text_end = end.min(text.len());
     let mut parser = Parser {
         text,
         errors: Vec::new(),
-        functions: Vec::new(),
+        sink,
         context,
         mode: Mode::Outside,
         function: None,
@@ -83,10 +159,7 @@ pub(crate) fn parse_listing_in<'a>(
         start = newline + 1;
     }
     parser.close_function();
-    Parsed {
-        value: SassModule { format, functions: parser.functions, producer: None },
-        errors: parser.errors,
-    }
+    parser.errors
 }
 
 /// Where the parser is.
@@ -104,16 +177,19 @@ struct FunctionBuilder<'a> {
     name: &'a str,
     start: usize,
     end: usize,
-    instructions: Vec<SassInst<'a>>,
+    /// How many instructions went to the sink, and the addresses of the last two.
+    count: usize,
+    before_last: Option<u64>,
+    last: Option<u64>,
     labels: Vec<SassLabel<'a>>,
     /// Labels from this index on wait for the address of the next instruction.
     pending_labels: usize,
 }
 
-struct Parser<'a> {
+struct Parser<'a, 's, S> {
     text: &'a str,
     errors: Vec<ParseError>,
-    functions: Vec<SassFunction<'a>>,
+    sink: &'s mut S,
     context: Context<'a>,
     mode: Mode,
     function: Option<FunctionBuilder<'a>>,
@@ -167,7 +243,7 @@ pub(crate) fn may_transfer_control(opcode: &str) -> bool {
     matches!(opcode.as_bytes().first(), Some(b'B' | b'C' | b'J' | b'P' | b'R' | b'S'))
 }
 
-impl<'a> Parser<'a> {
+impl<'a, S: ListingSink<'a>> Parser<'a, '_, S> {
     fn error(&mut self, start: usize, end: usize, message: impl Into<String>) {
         self.errors
             .push(ParseError { range: TextRange::from_usize(start, end), message: message.into() });
@@ -210,18 +286,21 @@ impl<'a> Parser<'a> {
 
     fn open_function(&mut self, name: &'a str, start: usize, end: usize) {
         self.close_function();
-        let capacity = if std::mem::take(&mut self.context.one_function) {
+        let expected = if std::mem::take(&mut self.context.one_function) {
             // About 200 bytes per instruction in cuobjdump (two lines), 70 in nvdisasm.
             let per_inst = if self.format == SassFormat::CuobjdumpText { 192 } else { 64 };
             (self.text_end - start) / per_inst + 1
         } else {
             0
         };
+        self.sink.open_function(expected);
         self.function = Some(FunctionBuilder {
             name,
             start,
             end,
-            instructions: Vec::with_capacity(capacity),
+            count: 0,
+            before_last: None,
+            last: None,
             labels: Vec::new(),
             pending_labels: 0,
         });
@@ -234,17 +313,16 @@ impl<'a> Parser<'a> {
 
     fn close_function(&mut self) {
         let Some(mut function) = self.function.take() else { return };
-        let end_address = end_address(&function.instructions);
+        let end_address = end_address(function.before_last, function.last);
         for label in &mut function.labels[function.pending_labels..] {
             label.address = end_address;
         }
-        resolve_targets(function.name, &mut function.instructions, &function.labels);
-        self.functions.push(SassFunction {
+        self.sink.close_function(SassFunction {
             name: function.name,
             arch: self.context.arch,
             binary: self.context.binary,
             range: TextRange::from_usize(function.start, function.end),
-            instructions: function.instructions,
+            instructions: Vec::new(),
             labels: function.labels,
         });
         if self.mode == Mode::Code {
@@ -260,11 +338,10 @@ impl<'a> Parser<'a> {
     }
 
     fn extend_encoding(&mut self, first: usize, end: usize) {
-        let Some(inst) = self.function.as_mut().and_then(|f| f.instructions.last_mut()) else {
+        if self.function.as_ref().is_none_or(|f| f.count == 0) {
             return;
-        };
-        let range = TextRange::from_usize(first, end);
-        inst.encoding = Some(inst.encoding.map_or(range, |old| old.cover(range)));
+        }
+        self.sink.extend_encoding(TextRange::from_usize(first, end));
         self.touch(end);
     }
 
@@ -323,11 +400,10 @@ impl<'a> Parser<'a> {
             self.error(first, end, "missing opcode");
             malformed = true;
         }
-        // Operands are collected in a reused buffer and copied out at their exact size: one
-        // allocation per instruction, none for growth.
-        self.scratch.clear();
-        let stop = scan_operands(&text[..end], index, 0, &mut self.scratch);
-        let mut operands = self.scratch.as_slice().to_vec();
+        // Operands are collected in a reused buffer, which the sink reads.
+        let mut operands = std::mem::take(&mut self.scratch);
+        operands.clear();
+        let stop = scan_operands(&text[..end], index, 0, &mut operands);
         let (inst_end, tail) = match stop {
             Stop::Semicolon(at) => (at + 1, at + 1),
             Stop::Comment(at) => (trim_end_blanks(bytes, first, at), at),
@@ -338,12 +414,16 @@ impl<'a> Parser<'a> {
         }
         let encoding = self.tail(tail, end);
         let function = self.function.as_mut().expect("a function is open");
-        let address = address.unwrap_or_else(|| end_address(&function.instructions));
+        let address = address.unwrap_or_else(|| end_address(function.before_last, function.last));
         for label in &mut function.labels[function.pending_labels..] {
             label.address = address;
         }
         function.pending_labels = function.labels.len();
-        if function.instructions.last().is_some_and(|last| last.address >= address) {
+        let out_of_order = function.last.is_some_and(|last| last >= address);
+        function.before_last = function.last;
+        function.last = Some(address);
+        function.count += 1;
+        if out_of_order {
             self.errors.push(ParseError {
                 range: TextRange::from_usize(first, inst_end),
                 message: format!("address {address:#06x} does not follow the previous instruction"),
@@ -352,20 +432,24 @@ impl<'a> Parser<'a> {
         claim_symbols(opcode, &mut operands);
         let branch_target = numeric_target(opcode, &operands);
         let function = self.function.as_mut().expect("a function is open");
-        function.instructions.push(SassInst {
-            address,
-            guard,
-            opcode,
-            operands,
-            range: TextRange::from_usize(first, inst_end),
-            src_line: self.src_line,
-            inlined_at: self.inlined_at,
-            ptx_line: self.ptx_line,
-            branch_target,
-            encoding,
-            malformed,
-        });
         function.end = end;
+        self.sink.instruction(
+            SassInst {
+                address,
+                guard,
+                opcode,
+                operands: Vec::new(),
+                range: TextRange::from_usize(first, inst_end),
+                src_line: self.src_line,
+                inlined_at: self.inlined_at,
+                ptx_line: self.ptx_line,
+                branch_target,
+                encoding,
+                malformed,
+            },
+            &operands,
+        );
+        self.scratch = operands;
         self.last_was_inst = true;
         self.inline_pending = false;
     }
@@ -474,10 +558,7 @@ impl<'a> Parser<'a> {
                 let section = argument.split([',', ' ', '\t']).next().unwrap_or("");
                 if let Some(name) = code_section_function(section) {
                     let same = self.mode == Mode::Code
-                        && self
-                            .function
-                            .as_ref()
-                            .is_some_and(|f| f.name == name && f.instructions.is_empty());
+                        && self.function.as_ref().is_some_and(|f| f.name == name && f.count == 0);
                     if same {
                         self.touch(end);
                     } else {
@@ -600,17 +681,14 @@ pub(crate) fn parse_guard(text: &str) -> Option<Guard> {
     Some(Guard { reg: Register::new(file, index), negated, uniform })
 }
 
-/// The address after the last instruction: its address plus the instruction size (16 bytes,
-/// or the step between the last two instructions when that is smaller).
-pub(crate) fn end_address(instructions: &[SassInst<'_>]) -> u64 {
-    match instructions {
-        [] => 0,
-        [.., before, last]
-            if last.address > before.address && last.address - before.address < 16 =>
-        {
-            last.address + (last.address - before.address)
-        }
-        [.., last] => last.address + 16,
+/// The address after the last instruction, from the addresses of the last two: the last plus
+/// the instruction size (16 bytes, or the step between the last two when that is smaller); 0
+/// with no instruction.
+pub(crate) fn end_address(before_last: Option<u64>, last: Option<u64>) -> u64 {
+    match (before_last, last) {
+        (_, None) => 0,
+        (Some(before), Some(last)) if last > before && last - before < 16 => last + (last - before),
+        (_, Some(last)) => last + 16,
     }
 }
 
