@@ -622,8 +622,11 @@ fn lower_inst<'a>(
     let meaning = facts.class.row.map(|row| table.meaning(row));
     out.sass_address = Some(inst.address);
     out.ptx_line = inst.ptx_line;
-    out.source =
-        inst.src_line.map(|l| SourceLocation { file: l.file.to_owned(), line: l.line, column: 0 });
+    // Only set when there is one: `out` has none yet, and assigning `None` over it would read
+    // the fresh slot back to drop what it held.
+    if let Some(l) = inst.src_line {
+        out.source = Some(SourceLocation { file: l.file.to_owned(), line: l.line, column: 0 });
+    }
 
     if let Some(guard) = inst.guard.filter(|g| !g.is_always())
         && let Some(reg) = func.reg(guard.reg)
