@@ -14,12 +14,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = fencelint_sass::detect_input(&text);
     let tree = fencelint_sass::parse_text(&text);
     let _ = fencelint_sass::parse(&text);
-    let format = match fencelint_sass::detect(&text) {
-        Some(fencelint_sass::SassFormat::CuobjdumpText) => {
-            fencelint_sass::SassFormat::CuobjdumpText
-        }
-        _ => fencelint_sass::SassFormat::NvdisasmText,
-    };
+    let format = fencelint_sass::text_format(&text);
     let file = fencelint_source::FileId(0);
     let streamed = fencelint_lower::sass::lower_text(file, &text, format, 0);
     let from_tree = fencelint_lower::sass::lower_parsed(file, &text, &tree, 0);

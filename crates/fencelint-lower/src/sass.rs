@@ -80,9 +80,7 @@ fn lower_streamed<'a>(
 ) -> Lowered {
     let table = table::table();
     OPCODES.with_borrow_mut(|cache| {
-        let format = fencelint_sass::detect(text)
-            .filter(|f| *f == SassFormat::CuobjdumpText)
-            .unwrap_or(SassFormat::NvdisasmText);
+        let format = fencelint_sass::text_format(text);
         let mut sink = LowerSink {
             file,
             text,

@@ -11,24 +11,17 @@ use std::path::{Path, PathBuf};
 
 use fencelint_lower::Lowered;
 use fencelint_lower::sass::{lower_function_text, lower_parsed, lower_text};
-use fencelint_sass::{SassFormat, parse_function_text, parse_text, split_functions};
+use fencelint_sass::{parse_function_text, parse_text, split_functions};
 use fencelint_source::FileId;
 
 fn render(lowered: &Lowered) -> String {
     format!("{:#?}\n{:#?}", lowered.modules, lowered.diagnostics)
 }
 
-fn format_of(text: &str) -> SassFormat {
-    match fencelint_sass::detect(text) {
-        Some(SassFormat::CuobjdumpText) => SassFormat::CuobjdumpText,
-        _ => SassFormat::NvdisasmText,
-    }
-}
-
 /// Lowers `text` both ways, whole and function by function, and compares; returns the number
 /// of instructions lowered.
 fn check(name: &str, text: &str) -> usize {
-    let format = format_of(text);
+    let format = fencelint_sass::text_format(text);
     let streamed = lower_text(FileId(1), text, format, 7);
     let tree = lower_parsed(FileId(1), text, &parse_text(text), 7);
     assert_eq!(render(&streamed), render(&tree), "{name}: whole listing");

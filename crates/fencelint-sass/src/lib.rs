@@ -121,9 +121,9 @@ pub fn parse(text: &str) -> Parsed<SassModule<'_>> {
     }
 }
 
-/// The text format of a listing: cuobjdump's when [`detect`] says so, nvdisasm's otherwise
-/// (the two share one grammar here; the format decides little more than sizes).
-fn text_format(text: &str) -> SassFormat {
+/// The format a text listing is parsed as: cuobjdump's when [`detect`] says so, nvdisasm's
+/// otherwise (the two share one grammar here).
+pub fn text_format(text: &str) -> SassFormat {
     match detect(text) {
         Some(SassFormat::CuobjdumpText) => SassFormat::CuobjdumpText,
         _ => SassFormat::NvdisasmText,
