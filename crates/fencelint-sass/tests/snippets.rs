@@ -453,3 +453,83 @@ fn arch_names() {
     assert_eq!(Arch::parse("sm_"), None);
     assert_eq!(Arch::parse("sm_90ab"), None);
 }
+
+/// A sink that records what the parser hands it, to compare with the syntax tree.
+#[derive(Default)]
+struct Recorder<'a> {
+    expected: Vec<usize>,
+    /// Each instruction with its operands put back, per function.
+    functions: Vec<(fencelint_sass::SassFunction<'a>, Vec<SassInst<'a>>)>,
+    open: Vec<SassInst<'a>>,
+    encodings: usize,
+}
+
+impl<'a> fencelint_sass::ListingSink<'a> for Recorder<'a> {
+    fn open_function(&mut self, expected: usize) {
+        self.expected.push(expected);
+    }
+
+    fn instruction(&mut self, mut inst: SassInst<'a>, operands: &[fencelint_sass::Operand<'a>]) {
+        assert!(inst.operands.is_empty(), "operands come beside the instruction");
+        inst.operands = operands.to_vec();
+        self.open.push(inst);
+    }
+
+    fn extend_encoding(&mut self, range: fencelint_source::TextRange) {
+        self.encodings += 1;
+        if let Some(inst) = self.open.last_mut() {
+            inst.encoding = Some(inst.encoding.map_or(range, |old| old.cover(range)));
+        }
+    }
+
+    fn close_function(&mut self, function: fencelint_sass::SassFunction<'a>) {
+        assert!(function.instructions.is_empty(), "instructions went to the sink");
+        self.functions.push((function, std::mem::take(&mut self.open)));
+    }
+}
+
+#[test]
+fn a_sink_receives_what_the_tree_holds() {
+    // Hand-written: a cuobjdump listing (two-line encodings) and an nvdisasm one (labels).
+    let nvdisasm = "\t.target\tsm_90a\n\t.section\t.text.k,\"ax\",@progbits\nk:\n        /*0000*/                   BRA `(.L_x_1) ;\n.L_x_0:\n        /*0010*/                   LDG.E.STRONG.GPU R0, desc[UR4][R2.64] ;\n.L_x_1:\n        /*0020*/               @P0 BRA `(.L_x_0) ;\n        /*0030*/                   EXIT ;\n.L_x_2:\n";
+    for text in [CUOBJDUMP, nvdisasm] {
+        let tree = parse_text(text);
+        let mut sink = Recorder::default();
+        let errors = fencelint_sass::parse_text_into(text, &mut sink);
+        assert_eq!(errors, tree.errors);
+        assert_eq!(sink.functions.len(), tree.value.functions.len());
+        assert_eq!(
+            sink.expected,
+            vec![0; tree.value.functions.len()],
+            "a listing, not one function"
+        );
+        for ((header, insts), func) in sink.functions.iter().zip(&tree.value.functions) {
+            assert_eq!(
+                (header.name, header.arch, header.range),
+                (func.name, func.arch, func.range)
+            );
+            assert_eq!(header.labels, func.labels, "labels have their addresses");
+            // The tree resolves label targets; the sink is left the labels to do it.
+            let unresolved: Vec<_> = func
+                .instructions
+                .iter()
+                .map(|inst| SassInst { branch_target: None, ..inst.clone() })
+                .collect();
+            let given: Vec<_> =
+                insts.iter().map(|inst| SassInst { branch_target: None, ..inst.clone() }).collect();
+            assert_eq!(given, unresolved);
+            for (inst, tree_inst) in insts.iter().zip(&func.instructions) {
+                if inst.branch_target.is_some() {
+                    assert_eq!(inst.branch_target, tree_inst.branch_target, "numeric targets");
+                }
+            }
+        }
+        let two_lines = text == CUOBJDUMP;
+        assert_eq!(sink.encodings > 0, two_lines, "cuobjdump's second encoding lines");
+    }
+    let one = fencelint_sass::split_functions(CUOBJDUMP);
+    let chunk = &one[0];
+    let mut sink = Recorder::default();
+    fencelint_sass::parse_function_text_into(chunk.text(), chunk.arch, &mut sink);
+    assert!(sink.expected[0] > 0, "one function: its size is expected");
+}
