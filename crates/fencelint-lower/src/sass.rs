@@ -452,7 +452,8 @@ impl<'a> Body<'a> {
         }
     }
 
-    /// Resolves the branches and gives the function `header` names: `insts` must be empty.
+    /// Resolves the branches against the addresses of the kept instructions and the labels of
+    /// `header`, and names the function after it (its instructions, if any, are not read).
     fn finish(
         mut self,
         header: &SassFunction<'a>,
