@@ -80,11 +80,11 @@ fn lower_streamed<'a>(
 ) -> Lowered {
     let table = table::table();
     OPCODES.with_borrow_mut(|cache| {
-        let format = fencelint_sass::text_format(text);
         let mut sink = LowerSink {
             file,
             text,
-            format,
+            // Set by the parser before the first function.
+            format: SassFormat::NvdisasmText,
             base,
             table,
             cache,
@@ -120,6 +120,10 @@ struct LowerSink<'a, 'c> {
 }
 
 impl<'a> fencelint_sass::ListingSink<'a> for LowerSink<'a, '_> {
+    fn listing(&mut self, format: SassFormat) {
+        self.format = format;
+    }
+
     fn open_function(&mut self, expected: usize) {
         self.expected = expected;
     }

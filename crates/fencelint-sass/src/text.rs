@@ -34,6 +34,11 @@ pub(crate) struct Context<'a> {
 /// operand buffer for every line. [`crate::parse_text`] and the other tree-building entry
 /// points are this parser with a sink that collects a [`SassModule`].
 pub trait ListingSink<'a> {
+    /// The listing is read as `format`: called once, before anything else.
+    fn listing(&mut self, format: SassFormat) {
+        let _ = format;
+    }
+
     /// A function starts; about `expected` instructions follow when the text is known to be
     /// one function (0 when unknown).
     fn open_function(&mut self, expected: usize) {
@@ -122,6 +127,7 @@ pub(crate) fn parse_listing_into<'a, S: ListingSink<'a>>(
     context: Context<'a>,
     sink: &mut S,
 ) -> Vec<ParseError> {
+    sink.listing(format);
     let text_end = end.min(text.len());
     let mut parser = Parser {
         text,

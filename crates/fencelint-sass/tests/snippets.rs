@@ -457,6 +457,7 @@ fn arch_names() {
 /// A sink that records what the parser hands it, to compare with the syntax tree.
 #[derive(Default)]
 struct Recorder<'a> {
+    formats: Vec<SassFormat>,
     expected: Vec<usize>,
     /// Each instruction with its operands put back, per function.
     functions: Vec<(fencelint_sass::SassFunction<'a>, Vec<SassInst<'a>>)>,
@@ -465,6 +466,10 @@ struct Recorder<'a> {
 }
 
 impl<'a> fencelint_sass::ListingSink<'a> for Recorder<'a> {
+    fn listing(&mut self, format: SassFormat) {
+        self.formats.push(format);
+    }
+
     fn open_function(&mut self, expected: usize) {
         self.expected.push(expected);
     }
@@ -497,6 +502,7 @@ fn a_sink_receives_what_the_tree_holds() {
         let mut sink = Recorder::default();
         let errors = fencelint_sass::parse_text_into(text, &mut sink);
         assert_eq!(errors, tree.errors);
+        assert_eq!(sink.formats, vec![tree.value.format], "told the format once, first");
         assert_eq!(sink.functions.len(), tree.value.functions.len());
         assert_eq!(
             sink.expected,
