@@ -20,6 +20,9 @@
 # and, for binary-input tests, fixtures/compiled/multiarch/:
 #   spin_poll.fatbin           nvcc -fatbin, sm_90a + sm_100a SASS, compute_100a PTX
 #   spin_poll.o                nvcc -c, sm_80 + sm_120 SASS, compute_120 PTX
+#   device_data.o              nvcc -c -rdc=true of kernels/objects/device_data.cu:
+#                              device variables only, sm_80 + sm_90a SASS with
+#                              no code section, compute_90a PTX
 # plus fixtures/compiled/TOOLCHAIN.txt with the tool versions.
 set -euo pipefail
 export LC_ALL=C
@@ -131,6 +134,12 @@ nvcc -O3 -c \
 # The host object names its temporary source file (tmpxft_<pid>_...) in a
 # local file symbol; zero the pid so the object is reproducible.
 perl -0777 -pe 's/tmpxft_[0-9a-f]{8}_/tmpxft_00000000_/g' "$work/spin_poll.o" >"$m/spin_poll.o"
+# Device variables and no code: cubins without a code section.
+nvcc -O3 -c -rdc=true \
+    -gencode arch=compute_80,code=sm_80 \
+    -gencode 'arch=compute_90a,code=[sm_90a,compute_90a]' \
+    fixtures/kernels/objects/device_data.cu -o "$work/device_data.o"
+perl -0777 -pe 's/tmpxft_[0-9a-f]{8}_/tmpxft_00000000_/g' "$work/device_data.o" >"$m/device_data.o"
 
 if grep -rl --binary-files=text -e "$repo/" -e "$repo_real/" -e "$root_real" -e "$work" "$out" >&2; then
     echo "build-fixtures: absolute paths leaked into the files above" >&2

@@ -723,8 +723,10 @@ fn lint_unit(
     if let Err(err) = result {
         output.error =
             Some(format!("disassembling `{}` failed: {}", unit.name, err.describe(tool)));
-    } else if n_chunks == 0 {
-        // The tool succeeded but printed nothing that reads as a function: never pass silently.
+    } else if n_chunks == 0 && Elf::open(path).and_then(|elf| elf.has_code()) != Some(false) {
+        // The tool succeeded but printed nothing that reads as a function: never pass silently,
+        // unless the cubin has no code section at all (device variables only), which the
+        // listing rightly shows as no function.
         output.error = Some(format!(
             "no function could be read from the disassembly of `{}`: `{}` exited successfully \
              but printed no listing fencelint recognises",

@@ -70,6 +70,16 @@ impl Elf {
         self.read_at(offset, size)
     }
 
+    /// Whether the cubin has a code section (`.text.<function>`); `None` when the section names
+    /// could not be read. A cubin without one (a translation unit of device variables only)
+    /// has no function to disassemble.
+    pub(crate) fn has_code(&self) -> Option<bool> {
+        if self.sections.iter().all(|s| s.name.is_empty()) {
+            return None;
+        }
+        Some(self.sections.iter().any(|s| s.name == ".text" || s.name.starts_with(".text.")))
+    }
+
     /// The function symbols: (symbol index, size of the code section that holds it).
     pub(crate) fn functions(&mut self) -> Option<Vec<(usize, u64)>> {
         let symtab = self.sections.iter().position(|s| s.kind == 2)?; // SHT_SYMTAB

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 const CUBIN: &str = "fixtures/compiled/sm_90a/spin_poll.cubin";
 const FATBIN: &str = "fixtures/compiled/multiarch/spin_poll.fatbin";
 const OBJECT: &str = "fixtures/compiled/multiarch/spin_poll.o";
+const DEVICE_DATA: &str = "fixtures/compiled/multiarch/device_data.o";
 const PTX: &str = "fixtures/ptx/spin-poll-without-acquire/relaxed_poll.ptx";
 const INSTALL: &str = "pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm";
 
@@ -154,6 +155,21 @@ fn a_corrupt_cubin_is_an_input_error_and_other_inputs_are_linted() {
     let line = text.lines().find(|l| l.starts_with(path)).unwrap_or_else(|| panic!("{text}"));
     assert!(line.contains("error[input-error]") && line.contains("nvdisasm"), "{line}");
     assert!(text.contains(&format!("{PTX}:")), "the PTX input was not linted:\n{text}");
+}
+
+/// Device variables and no code (`fixtures/kernels/objects/device_data.cu`): the cubins have
+/// no code section and their listings no function. That is no input error, and a binary
+/// with code beside it is still linted.
+#[test]
+fn cubins_without_code_are_linted_without_an_error() {
+    let Some(out) = check_with_tools("device data", &[DEVICE_DATA, OBJECT]) else { return };
+    let text = stdout(&out);
+    assert!(!text.contains(DEVICE_DATA), "{text}");
+    assert!(text.contains("[sm_80:spin_poll.1.sm_80.cubin]:poll_relaxed_fence_cta:"), "{text}");
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let Some(alone) = check_with_tools("device data alone", &[DEVICE_DATA]) else { return };
+    assert_eq!(alone.status.code(), Some(0), "{}{}", stdout(&alone), stderr(&alone));
+    assert!(stderr(&alone).contains("1 file, 0 functions: 0 errors"), "{}", stderr(&alone));
 }
 
 #[test]

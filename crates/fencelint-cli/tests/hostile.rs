@@ -548,6 +548,13 @@ fn the_disassembler_hanging() {
 
 /// A disassembler whose whole output is unreadable: the cubin yields no function, which is
 /// reported as an input error naming the cubin (it used to pass silently).
+/// A cubin with code whose disassembly is empty: the listing is missing, not the code.
+#[test]
+fn the_disassembler_printing_nothing() {
+    let tools = fake_tools("exit 0");
+    with_tools(tools.path(), &[], &["error[input-error]", "no function could be read"]);
+}
+
 #[test]
 fn the_disassembler_printing_garbage() {
     // Lines that look like nothing nvdisasm prints, and bytes that are not UTF-8.
