@@ -23,6 +23,7 @@
 #   device_data.o              nvcc -c -rdc=true of kernels/objects/device_data.cu:
 #                              device variables only, sm_80 + sm_90a SASS with
 #                              no code section, compute_90a PTX
+#   kernels.a                  ar rcD of spin_poll.o and device_data.o
 # plus fixtures/compiled/TOOLCHAIN.txt with the tool versions.
 set -euo pipefail
 export LC_ALL=C
@@ -140,6 +141,8 @@ nvcc -O3 -c -rdc=true \
     -gencode 'arch=compute_90a,code=[sm_90a,compute_90a]' \
     fixtures/kernels/objects/device_data.cu -o "$work/device_data.o"
 perl -0777 -pe 's/tmpxft_[0-9a-f]{8}_/tmpxft_00000000_/g' "$work/device_data.o" >"$m/device_data.o"
+# A static library of the two objects (`D`: no timestamps, owners or modes).
+(cd "$m" && ar rcD kernels.a spin_poll.o device_data.o)
 
 if grep -rl --binary-files=text -e "$repo/" -e "$repo_real/" -e "$root_real" -e "$work" "$out" >&2; then
     echo "build-fixtures: absolute paths leaked into the files above" >&2

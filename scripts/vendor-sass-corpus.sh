@@ -8,6 +8,7 @@
 #                        (default: all)
 #     --skip-nccl        do not run NCCL
 #     --skip-flashinfer  do not run flashinfer
+#     --nvshmem          also run NVSHMEM (not run by default)
 #     --all              lint every cubin of the flashinfer-cubin wheel instead of the sample
 #     --sample N         flashinfer sample size target (default 1000; see `sample` below)
 #     --jobs N           disassemblies at a time (default 2)
@@ -22,6 +23,9 @@
 #               extracted with `cuobjdump -xelf all` into .corpus/nccl/cubins/.
 #   flashinfer  `pip download --no-deps flashinfer-cubin` into .corpus/wheels/; a fixed,
 #               stratified sample of its cubins extracted into .corpus/flashinfer/cubins/.
+#   nvshmem     `pip download --no-deps nvidia-nvshmem-cu13` into .corpus/wheels/; every cubin
+#               of its libnvshmem_host.so.3 and of the objects of its libnvshmem_device.a,
+#               extracted with `cuobjdump -xelf all` into .corpus/nvshmem/cubins/.
 #
 # Per cubin: `nvdisasm -c -g CUBIN` (falling back to `cuobjdump -sass CUBIN` when nvdisasm
 # fails) is streamed through a small counter (functions, instructions, opcodes) straight into
@@ -43,6 +47,7 @@ python="${PYTHON:-python3}"
 nccl_arch="all"
 run_nccl=1
 run_fi=1
+run_nvshmem=0
 fi_all=0
 sample=1000
 jobs=2
@@ -52,11 +57,12 @@ while [ $# -gt 0 ]; do
         --nccl-arch) nccl_arch="$2"; shift ;;
         --skip-nccl) run_nccl=0 ;;
         --skip-flashinfer) run_fi=0 ;;
+        --nvshmem) run_nvshmem=1 ;;
         --all) fi_all=1 ;;
         --sample) sample="$2"; shift ;;
         --jobs) jobs="$2"; shift ;;
         --report-only) report_only=1 ;;
-        -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
         *) echo "vendor-sass-corpus: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -405,11 +411,41 @@ if [ "$report_only" = 0 ] && [ "$run_fi" = 1 ]; then
     fi
 fi
 
+if [ "$report_only" = 0 ] && [ "$run_nvshmem" = 1 ]; then
+    nv_dir="$corpus/nvshmem"
+    mkdir -p "$nv_dir" "$corpus/wheels"
+    if ! compgen -G "$corpus/wheels/nvidia_nvshmem_cu13-*.whl" > /dev/null; then
+        log "nvshmem: downloading the nvidia-nvshmem-cu13 wheel (about 180 MB)"
+        "$python" -m pip download --quiet --no-deps nvidia-nvshmem-cu13 -d "$corpus/wheels" || log "nvshmem: pip download failed"
+    fi
+    wheel="$(ls "$corpus"/wheels/nvidia_nvshmem_cu13-*.whl 2> /dev/null | tail -n 1)"
+    if [ -n "$wheel" ] && ! compgen -G "$nv_dir/cubins/*.cubin" > /dev/null; then
+        unpacked="$(mktemp -d)"
+        "$python" -m zipfile -e "$wheel" "$unpacked" || log "nvshmem: cannot unpack $wheel"
+        lib="$unpacked/nvidia/nvshmem/lib"
+        mkdir -p "$nv_dir/cubins" "$unpacked/objects"
+        (cd "$nv_dir/cubins" && "$cuobjdump" -xelf all "$lib/libnvshmem_host.so.3" > /dev/null) \
+            || log "nvshmem: cuobjdump -xelf of libnvshmem_host.so.3 failed"
+        (cd "$unpacked/objects" && ar x "$lib/libnvshmem_device.a") || log "nvshmem: ar x failed"
+        for object in "$unpacked"/objects/*.o; do
+            # Host-only objects say "does not contain device code"; their cubins are named after
+            # the object (init_device.cu.1.sm_75.cubin), so the names do not collide.
+            (cd "$nv_dir/cubins" && "$cuobjdump" -xelf all "$object" > /dev/null 2>&1) || true
+        done
+        rm -rf "$unpacked"
+    fi
+    if compgen -G "$nv_dir/cubins/*.cubin" > /dev/null; then
+        ls "$nv_dir"/cubins/*.cubin > "$nv_dir/list.txt"
+        log "nvshmem: $(wc -l < "$nv_dir/list.txt") cubins"
+        run_list "$nv_dir/sass" "$nv_dir/list.txt"
+    fi
+fi
+
 {
     echo "vendor-sass-corpus: $(date -u +%Y-%m-%dT%H:%MZ) (run started $started)"
     echo "tools: $("$nvdisasm" --version 2> /dev/null | tail -n 1); fencelint $("$fencelint" --version 2> /dev/null) at $(git -C "$repo" rev-parse --short HEAD)"
 } | tee "$corpus/sass-report-header.txt"
-for c in nccl flashinfer; do
+for c in nccl flashinfer nvshmem; do
     if [ -d "$corpus/$c/sass" ]; then
         "$python" "$helper" report "$c" "$corpus/$c/sass" "$tsv" "$corpus/$c/sass-report"
     fi

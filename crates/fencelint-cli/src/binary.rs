@@ -13,6 +13,7 @@
 //! (`ptxas-reordered-across-wait`) against that PTX, with the ptxas version from the cubin's
 //! `.note.nv.tkinfo` note.
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -49,10 +50,16 @@ pub(crate) struct BinaryOptions {
     pub progress: bool,
 }
 
-/// Whether the first bytes of a file are an ELF or a CUDA fat-binary header.
+/// Whether the first bytes of a file are an ELF header, a CUDA fat-binary header or a static
+/// library's (`ar` archive) signature.
 pub(crate) fn is_binary_magic(head: &[u8]) -> bool {
-    head.starts_with(b"\x7fELF") || head.starts_with(&[0x50, 0xed, 0x55, 0xba])
+    head.starts_with(b"\x7fELF")
+        || head.starts_with(&[0x50, 0xed, 0x55, 0xba])
+        || head.starts_with(AR_MAGIC)
 }
+
+/// The signature of an `ar` archive (a static library, `libfoo.a`).
+pub(crate) const AR_MAGIC: &[u8] = b"!<arch>\n";
 
 /// Reads an `--arch` value (`sm_90`, `sm_90a`, `compute_90`, `90`) into its number.
 pub(crate) fn parse_arch(text: &str) -> Option<u32> {
@@ -103,6 +110,8 @@ struct Unit {
     binary: usize,
     /// The name `cuobjdump` listed (or the file name of a bare cubin).
     name: String,
+    /// The member of a static library (`init.cu.o` of `lib.a`) that holds the unit.
+    member: Option<String>,
     arch: Option<String>,
     ptx: bool,
     /// Where the unit is on disk, once extracted.
@@ -303,6 +312,7 @@ fn prepare(
                 binary: index,
                 arch: arch_of_name(&name),
                 name,
+                member: None,
                 ptx: false,
                 path: Some(absolute),
                 size: file_size(path),
@@ -346,6 +356,7 @@ fn prepare(
             binary: index,
             arch,
             name,
+            member: None,
             ptx: false,
             path: Some(absolute),
             size: file_size(path),
@@ -465,19 +476,34 @@ fn extract(
     // A file that cuobjdump said it extracted but that is not there is reported when its unit
     // is linted (it has no path), never dropped silently.
     let mut missing = Vec::new();
+    // A static library's files are announced after the member that holds them
+    // (`member /path/lib.a:init.cu.o:`).
+    let mut members: HashMap<String, String> = HashMap::new();
+    let mut member: Option<&str> = None;
     for line in announced.lines() {
+        if let Some(rest) = line.strip_prefix("member ") {
+            member = rest.strip_suffix(':').and_then(|r| r.rsplit_once(':')).map(|(_, m)| m);
+            continue;
+        }
         let Some((_, rest)) = line.strip_prefix("Extracting ").and_then(|l| l.split_once(": "))
         else {
             continue;
         };
         // `name.sm_90.ptx -arch=sm_90` for PTX: the ptxas options follow the name.
         let rest = rest.trim();
-        let found = files.iter().any(|(_, _, name, _)| {
+        let listed = files.iter().find(|(_, _, name, _)| {
             rest == name || rest.strip_prefix(name.as_str()).is_some_and(|r| r.starts_with(' '))
         });
-        if !found {
-            let name = rest.split(" -").next().unwrap_or(rest).to_owned();
-            missing.push((is_ptx_name(&name), entry_number(&name), name));
+        let name = listed.map_or_else(
+            || {
+                let name = rest.split(" -").next().unwrap_or(rest).to_owned();
+                missing.push((is_ptx_name(&name), entry_number(&name), name.clone()));
+                name
+            },
+            |(_, _, name, _)| name.clone(),
+        );
+        if let Some(member) = member {
+            members.insert(name, member.to_owned());
         }
     }
     // cuobjdump's own order: cubins, then PTX, each by the number in its name.
@@ -490,6 +516,7 @@ fn extract(
             selected(arch.as_deref(), &options.archs).then_some(Unit {
                 binary: index,
                 arch,
+                member: members.get(&name).cloned(),
                 name,
                 ptx,
                 size: 0,
@@ -515,6 +542,7 @@ fn extract(
         units.push(Unit {
             binary: index,
             arch,
+            member: members.get(&name).cloned(),
             name,
             ptx,
             size: path.as_deref().map_or(0, file_size),
@@ -593,8 +621,13 @@ fn file_size(path: &Path) -> u64 {
     std::fs::metadata(path).map_or(0, |m| m.len())
 }
 
-/// `lib.so[sm_90a:name.sm_90a.cubin]`.
+/// `lib.so[sm_90a:name.sm_90a.cubin]`; `lib.a(member.o)[sm_90a:lib.3.sm_90a.cubin]` for a
+/// static library's member.
 fn unit_label(binary: &str, unit: &Unit) -> String {
+    let binary = match &unit.member {
+        Some(member) => format!("{binary}({member})"),
+        None => binary.to_owned(),
+    };
     match &unit.arch {
         Some(arch) => format!("{binary}[{arch}:{}]", unit.name),
         None => format!("{binary}[{}]", unit.name),
@@ -792,6 +825,7 @@ fn split_large_cubins(units: Vec<Unit>, parts: usize) -> Vec<Unit> {
             out.push(Unit {
                 binary: unit.binary,
                 name: unit.name.clone(),
+                member: unit.member.clone(),
                 arch: unit.arch.clone(),
                 ptx: false,
                 path: unit.path.clone(),

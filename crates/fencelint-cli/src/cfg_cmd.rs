@@ -94,10 +94,10 @@ pub(crate) fn run(args: &CfgArgs) -> ExitCode {
 fn draw(args: &CfgArgs) -> Result<String, String> {
     let bytes = std::fs::read(&args.file)
         .map_err(|err| format!("cannot read `{}`: {err}", args.file.display()))?;
-    let is_elf = bytes.starts_with(b"\x7fELF");
+    let is_binary = crate::check::binary::is_binary_magic(&bytes);
     let read = inputs::classify(&args.file, bytes, true);
     if let Some((_, message)) = read.fatal {
-        let hint = if is_elf {
+        let hint = if is_binary {
             "; disassemble it first (`nvdisasm -c -gp FILE > FILE.sass` or `cuobjdump -sass`) \
              and draw the text"
         } else {

@@ -103,12 +103,12 @@ fn walk(
     }
 }
 
-/// Whether a file starts like a compiled binary (ELF or CUDA fat binary), judged from its first
-/// bytes; such files are disassembled (see `binary.rs`) instead of read as text.
+/// Whether a file starts like a compiled binary (ELF, CUDA fat binary or static library), judged
+/// from its first bytes; such files are disassembled (see `binary.rs`) instead of read as text.
 pub(crate) fn is_binary(path: &Path) -> bool {
     use std::io::Read;
-    let mut head = [0u8; 4];
-    fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok()
+    let mut head = Vec::with_capacity(8);
+    fs::File::open(path).and_then(|f| f.take(8).read_to_end(&mut head)).is_ok()
         && crate::check::binary::is_binary_magic(&head)
 }
 
@@ -151,6 +151,8 @@ pub(crate) fn classify(path: &Path, bytes: Vec<u8>, explicit: bool) -> ReadInput
     if let Some(nul) = memchr_nul(&bytes) {
         let what = if bytes.starts_with(b"\x7fELF") {
             "an ELF binary (cubin, `.o` or `.so`)"
+        } else if bytes.starts_with(crate::check::binary::AR_MAGIC) {
+            "a static library (`ar` archive)"
         } else {
             "binary data"
         };

@@ -17,6 +17,7 @@ const CUBIN: &str = "fixtures/compiled/sm_90a/spin_poll.cubin";
 const FATBIN: &str = "fixtures/compiled/multiarch/spin_poll.fatbin";
 const OBJECT: &str = "fixtures/compiled/multiarch/spin_poll.o";
 const DEVICE_DATA: &str = "fixtures/compiled/multiarch/device_data.o";
+const ARCHIVE: &str = "fixtures/compiled/multiarch/kernels.a";
 const PTX: &str = "fixtures/ptx/spin-poll-without-acquire/relaxed_poll.ptx";
 const INSTALL: &str = "pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm";
 
@@ -172,6 +173,26 @@ fn cubins_without_code_are_linted_without_an_error() {
     assert!(stderr(&alone).contains("1 file, 0 functions: 0 errors"), "{}", stderr(&alone));
 }
 
+/// A static library (`ar` archive of `spin_poll.o` and `device_data.o`): each cubin and PTX
+/// is named with the member that holds it, and the member without code is no error.
+#[test]
+fn a_static_library_is_linted_member_by_member() {
+    let Some(out) = check_with_tools("static library", &[ARCHIVE]) else { return };
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    let cubin =
+        format!("{ARCHIVE}(spin_poll.o)[sm_80:kernels.1.sm_80.cubin]:poll_relaxed_fence_cta:");
+    let ptx = format!("{ARCHIVE}(spin_poll.o)[sm_120:kernels.1.sm_120.ptx]:");
+    let findings = finding_lines(&text, "spin-poll-without-acquire");
+    assert!(findings.iter().any(|l| l.starts_with(&cubin)), "{text}");
+    assert!(findings.iter().any(|l| l.starts_with(&ptx)), "{text}");
+    assert!(!text.contains("device_data.o") && !text.contains("input-error"), "{text}");
+    // The same findings as the object alone, under the archive's labels.
+    let Some(alone) = check_with_tools("the object alone", &[OBJECT]) else { return };
+    let count = |t: &str| finding_lines(t, "spin-poll-without-acquire").len();
+    assert_eq!(count(&text), count(&stdout(&alone)), "{text}");
+}
+
 #[test]
 fn a_host_library_without_cuda_code_is_reported() {
     let dir = tempfile::tempdir().unwrap();
@@ -183,6 +204,35 @@ fn a_host_library_without_cuda_code_is_reported() {
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(2), "{text}");
     assert!(text.contains("no CUDA code found: cuobjdump listed no cubin or PTX"), "{text}");
+}
+
+/// An `ar` archive of one text member, written by hand: a static library with no CUDA code.
+fn host_only_archive() -> Vec<u8> {
+    let data = b"not device code\n";
+    let mut bytes = b"!<arch>\n".to_vec();
+    let header =
+        format!("{:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n", "notes.txt/", 0, 0, 0, 644, data.len());
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend_from_slice(data);
+    bytes
+}
+
+#[test]
+fn a_static_library_without_cuda_code_is_reported_when_named_and_skipped_in_a_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("libhost.a");
+    fs::write(&path, host_only_archive()).unwrap();
+    let named = path.to_str().unwrap();
+    let Some(out) = check_with_tools("host-only static library", &[named]) else { return };
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("no CUDA code found: cuobjdump listed no cubin or PTX"), "{text}");
+    let folder = dir.path().to_str().unwrap();
+    let Some(out) = check_with_tools("folder with a host-only static library", &[folder]) else {
+        return;
+    };
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
 }
 
 /// A folder holding a fake `nvdisasm` script.
