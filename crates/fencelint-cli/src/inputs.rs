@@ -153,6 +153,10 @@ pub(crate) fn classify(path: &Path, bytes: Vec<u8>, explicit: bool) -> ReadInput
             "an ELF binary (cubin, `.o` or `.so`)"
         } else if bytes.starts_with(crate::check::binary::AR_MAGIC) {
             "a static library (`ar` archive)"
+        } else if bytes.starts_with(b"BC\xc0\xde") {
+            // NVSHMEM and libdevice ship device code as bitcode for link-time optimisation.
+            "LLVM bitcode, which fencelint does not read: compile it to PTX \
+             (`llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90`) and lint the PTX"
         } else {
             "binary data"
         };

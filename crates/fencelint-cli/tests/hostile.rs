@@ -203,6 +203,15 @@ fn binary_garbage_with_a_ptx_name() {
     bad_input("garbage.ptx", &garbage, "binary data");
 }
 
+/// LLVM bitcode (`BC\xc0\xde`, NVSHMEM's `libnvshmem_device_sm_90.bc`): named as such, with the
+/// way to PTX.
+#[test]
+fn llvm_bitcode() {
+    let mut bytes = b"BC\xc0\xde\x35\x14\x00\x00".to_vec();
+    bytes.extend_from_slice(&[0x05, 0, 0, 0, 0x62, 0x0c, 0x30, 0x24]);
+    bad_input("device.bc", &bytes, "LLVM bitcode, which fencelint does not read");
+}
+
 #[test]
 fn non_utf8_bytes_in_a_comment() {
     let mut text = fs::read(repo().join(BAD)).unwrap();
