@@ -482,7 +482,12 @@ fn extract(
     let mut member: Option<&str> = None;
     for line in announced.lines() {
         if let Some(rest) = line.strip_prefix("member ") {
-            member = rest.strip_suffix(':').and_then(|r| r.rsplit_once(':')).map(|(_, m)| m);
+            // The name goes into labels only; one with control characters is not shown.
+            member = rest
+                .strip_suffix(':')
+                .and_then(|r| r.rsplit_once(':'))
+                .map(|(_, m)| m)
+                .filter(|m| !m.is_empty() && !m.chars().any(char::is_control));
             continue;
         }
         let Some((_, rest)) = line.strip_prefix("Extracting ").and_then(|l| l.split_once(": "))
