@@ -1,5 +1,6 @@
 //! What an instruction does, as far as memory ordering is concerned.
 
+use crate::Reg;
 use crate::mem::{MemAccess, Scope, Sem, Space};
 
 /// The classified kind of an instruction. Everything that doesn't matter to ordering is
@@ -271,7 +272,12 @@ pub enum MultimemOp {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WgmmaOp {
     Fence,
-    Mma,
+    /// `wgmma.mma_async` (`HGMMA`). `register_a` is the first register of the A fragment when
+    /// the MMA takes A from registers (`{%r1, %r2, %r3, %r4}`, SASS `HGMMA R24, R28, gdesc[..]`);
+    /// it then reads only B from shared memory.
+    Mma {
+        register_a: Option<Reg>,
+    },
     Commit,
     Wait,
 }

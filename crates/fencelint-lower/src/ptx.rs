@@ -186,6 +186,15 @@ fn lower_instruction(
         }
     }
 
+    // `wgmma.mma_async d, {a0, a1, a2, a3}, b_desc, ...`: A from registers.
+    if let InstKind::Wgmma(WgmmaOp::Mma { register_a }) = &mut inst.kind
+        && let Some(ast::OperandKind::Vector(a)) = operands.get(1).map(|o| &o.kind)
+        && let Some(ast::OperandKind::Name(first)) = a.first().map(|o| &o.kind)
+        && is_reg(first)
+    {
+        *register_a = Some(func.intern_reg(first));
+    }
+
     // Memory operands: the first address is the accessed location.
     let mut addresses = operands.iter().filter_map(|o| address_of(func, o, is_reg));
     if touches_memory(&inst.kind) {
@@ -495,7 +504,7 @@ pub fn classify(instruction: &ast::Instruction<'_>) -> InstKind {
             "fence" => WgmmaOp::Fence,
             "commit_group" => WgmmaOp::Commit,
             "wait_group" => WgmmaOp::Wait,
-            _ => WgmmaOp::Mma,
+            _ => WgmmaOp::Mma { register_a: None },
         }),
         "elect" => InstKind::Elect,
         "setp" | "set" => InstKind::Compare,

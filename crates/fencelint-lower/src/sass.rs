@@ -24,7 +24,7 @@ use rustc_hash::FxHashMap;
 use fencelint_diagnostics::Diagnostic;
 use fencelint_ir::{
     AddrBase, Address, AddressRole, AsyncOp, Control, Function, Guard, Inst, InstId, InstKind,
-    Module, Name, Reg, Regs, SourceLocation, Tcgen05Op, ValueOp,
+    Module, Name, Reg, Regs, SourceLocation, Tcgen05Op, ValueOp, WgmmaOp,
 };
 pub use fencelint_sass::Arch;
 use fencelint_sass::{
@@ -670,6 +670,14 @@ fn lower_inst<'a>(
             }
             _ => {}
         }
+    }
+
+    // `HGMMA R24, R28, gdesc[UR4], ...`: A from registers (the second operand is one).
+    if let InstKind::Wgmma(WgmmaOp::Mma { register_a }) = &mut out.kind
+        && let Some(OperandKind::Reg(a)) = operands.get(1).map(|o| &o.kind)
+        && a.reg.file == RegFile::R
+    {
+        *register_a = func.reg(a.reg);
     }
 
     set_addresses(func, out, operands);

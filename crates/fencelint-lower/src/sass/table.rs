@@ -573,7 +573,7 @@ fn meaning_of(class: Class, facts: &mut Facts<'_>) -> Result<Meaning, String> {
         }),
         Class::Wgmma => InstKind::Wgmma(match required_op(facts)? {
             "fence" => WgmmaOp::Fence,
-            "mma" => WgmmaOp::Mma,
+            "mma" => WgmmaOp::Mma { register_a: None },
             "commit" => WgmmaOp::Commit,
             "wait" => WgmmaOp::Wait,
             other => return Err(format!("unknown wgmma op `{other}`")),

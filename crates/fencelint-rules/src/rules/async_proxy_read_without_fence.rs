@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use fencelint_cfg::{AddrRoot, FunctionAnalysis};
 use fencelint_ir::{
     AddrBase, AddressRole, AsyncOp, Barrier, BulkDir, Dialect, Fence, FenceKind, Inst, InstId,
-    InstKind, MbarrierOp, Space, Tcgen05Op, ValueOp, WgmmaOp,
+    InstKind, MbarrierOp, Reg, Space, Tcgen05Op, ValueOp, WgmmaOp,
 };
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
@@ -91,7 +91,8 @@ fn async_read_of_shared(analysis: &FunctionAnalysis<'_>, id: InstId) -> bool {
         ) => true,
         // The shared-memory operands of an MMA are named by descriptors: which buffer they
         // read is not followed, so any shared-memory write may be an operand.
-        InstKind::Tcgen05(Tcgen05Op::Mma | Tcgen05Op::Cp) | InstKind::Wgmma(WgmmaOp::Mma) => true,
+        InstKind::Tcgen05(Tcgen05Op::Mma | Tcgen05Op::Cp)
+        | InstKind::Wgmma(WgmmaOp::Mma { .. }) => true,
         _ => false,
     }
 }
@@ -182,6 +183,15 @@ fn may_read(
 ) -> bool {
     let inst = analysis.func.inst(reader);
     if matches!(inst.kind, InstKind::Tcgen05(_) | InstKind::Wgmma(_)) {
+        // An MMA that takes A from registers reads only its B tile from shared memory. A
+        // `stmatrix` of a register A fragment (the value some MMA of the function takes from
+        // registers) shares that fragment with other warps, as FlashMLA shares its softmax
+        // output: it is no B tile. An MMA that reads A from shared memory may read it.
+        if matches!(inst.kind, InstKind::Wgmma(WgmmaOp::Mma { register_a: Some(_) }))
+            && stores_register_a_fragment(analysis, write)
+        {
+            return false;
+        }
         return is_tile_store(analysis.func.inst(write));
     }
     let Some(written) = written else { return true };
@@ -192,6 +202,33 @@ fn may_read(
     };
     let Some(source) = source else { return true };
     analysis.address_object(reader, source).is_none_or(|read| read == *written)
+}
+
+/// Whether `write` is a `stmatrix` / `STSM` that stores a register A fragment of an MMA of the
+/// function: one of its data registers (not its address) is the MMA's first A register, with
+/// the same definitions reaching both, so the two read the same value.
+fn stores_register_a_fragment(analysis: &FunctionAnalysis<'_>, write: InstId) -> bool {
+    let func = analysis.func;
+    let inst = func.inst(write);
+    let InstKind::Store(mem) = &inst.kind else { return false };
+    if !mem.matrix {
+        return false;
+    }
+    let in_address = |reg: Reg| {
+        inst.address.as_ref().is_some_and(|address| match &address.base {
+            AddrBase::Reg(base) => *base == reg,
+            AddrBase::Complex(regs) => regs.contains(&reg),
+            AddrBase::Symbol(_) | AddrBase::Absolute => false,
+        })
+    };
+    func.ids().any(|mma| match func.inst(mma).kind {
+        InstKind::Wgmma(WgmmaOp::Mma { register_a: Some(a) }) => {
+            inst.uses.contains(&a)
+                && !in_address(a)
+                && analysis.reaching_defs(write, a) == analysis.reaching_defs(mma, a)
+        }
+        _ => false,
+    })
 }
 
 /// `stmatrix` / `STSM`, or a store of at least 64 bits (`st.shared.v2.b32`, `STS.64`,
