@@ -161,6 +161,31 @@ enum Extent {
     Function(Option<fencelint_lower::sass::Arch>),
 }
 
+/// PTX texts of this size or more are linted function by function ([`lint_ptx_by_function`]).
+const PTX_BY_FUNCTION_MIN: usize = 8 << 20;
+
+/// Lints a PTX text one function at a time: each is parsed, lowered and linted on its own (two
+/// or more in parallel), so memory holds a few functions' syntax trees and IR instead of the
+/// whole module's (a 34 MB PTX file took 865 MB whole). Every rule checks one function and
+/// reads only the module's target and version, so the findings are those of [`lint_text`];
+/// `crates/fencelint-linter/tests/ptx_by_function.rs` holds the two to the same output.
+/// Suppression comments are not read here: texts that have them are linted whole.
+pub fn lint_ptx_by_function(file: FileId, text: &str, settings: &Settings) -> LintOutput {
+    let outline = fencelint_lower::ptx::outline(file, text);
+    let mut output =
+        LintOutput { diagnostics: outline.diagnostics.clone(), ..LintOutput::default() };
+    let parts: Vec<LintOutput> = outline
+        .spans
+        .par_iter()
+        .map(|span| lint_lowered(outline.lower_function(file, text, span), settings))
+        .collect();
+    for part in parts {
+        output.merge(part);
+    }
+    fencelint_diagnostics::sort(&mut output.diagnostics);
+    output
+}
+
 fn lint_text_with(
     file: FileId,
     text: &str,
@@ -169,6 +194,13 @@ fn lint_text_with(
     pair: Option<(&PairedPtx, Option<&str>)>,
     extent: Extent,
 ) -> LintOutput {
+    if kind == InputKind::Ptx
+        && text.len() >= PTX_BY_FUNCTION_MIN
+        && pair.is_none()
+        && !suppress::has_marker(text)
+    {
+        return lint_ptx_by_function(file, text, settings);
+    }
     let lowered = match (kind, extent) {
         (InputKind::Sass(format), Extent::Function(arch)) => {
             fencelint_lower::sass::lower_function_text(file, text, format, arch, 0)

@@ -29,6 +29,94 @@ pub fn lower_text(file: FileId, text: &str, base: u32) -> Lowered {
     Lowered { modules: vec![module], diagnostics }
 }
 
+/// A PTX text read without its function bodies: where each function is and what the module
+/// says around them, so that the functions can be parsed and lowered one at a time
+/// ([`PtxOutline::lower_function`]) with the same result as [`lower_text`] gives for them.
+/// Large PTX files are linted that way, with one function's syntax tree and IR in memory.
+pub struct PtxOutline<'a> {
+    pub spans: Vec<ast::FunctionSpan<'a>>,
+    files: HashMap<u32, &'a str>,
+    target: Option<String>,
+    version: Option<String>,
+    /// The parse errors outside the functions.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Finds the functions of `text` (`fencelint_ptx::split_functions`) and parses the text between
+/// them: module-level statements never straddle a function.
+pub fn outline(file: FileId, text: &str) -> PtxOutline<'_> {
+    let spans = ast::split_functions(text);
+    let mut outline = PtxOutline {
+        spans,
+        files: HashMap::new(),
+        target: None,
+        version: None,
+        diagnostics: Vec::new(),
+    };
+    let mut gaps = Vec::with_capacity(outline.spans.len() + 1);
+    let mut at = 0;
+    for span in &outline.spans {
+        gaps.push(at..span.range.start as usize);
+        at = span.range.end as usize;
+    }
+    gaps.push(at..text.len());
+    for gap in gaps.into_iter().filter(|gap| !text[gap.clone()].trim().is_empty()) {
+        let parsed = ast::parse_with_offset(&text[gap.clone()], gap.start as u32);
+        outline.diagnostics.extend(
+            parsed
+                .errors
+                .iter()
+                .map(|e| crate::parse_error(file, e.range, &e.message, Dialect::Ptx)),
+        );
+        let module = &parsed.value;
+        outline.files.extend(module.files().map(|f| (f.id, f.name)));
+        if outline.target.is_none() {
+            outline.target = module.target().and_then(|t| t.names.first()).map(|s| (*s).to_owned());
+        }
+        if outline.version.is_none() {
+            outline.version = module.version().map(|v| v.text.to_owned());
+        }
+    }
+    outline.diagnostics.sort_by_key(|d| d.primary.range.start);
+    outline
+}
+
+impl PtxOutline<'_> {
+    /// Parses and lowers the function at `span` (one of [`Self::spans`]) of `text`, the text
+    /// the outline was made from: a module of the text's target and version with that function
+    /// (none for a declaration), and the parse errors inside it.
+    pub fn lower_function(
+        &self,
+        file: FileId,
+        text: &str,
+        span: &ast::FunctionSpan<'_>,
+    ) -> Lowered {
+        let range = span.range.to_usize();
+        let parsed = ast::parse_with_offset(&text[range.clone()], range.start as u32);
+        let mut diagnostics: Vec<Diagnostic> = parsed
+            .errors
+            .iter()
+            .map(|e| crate::parse_error(file, e.range, &e.message, Dialect::Ptx))
+            .collect();
+        diagnostics.sort_by_key(|d| d.primary.range.start);
+        let functions = parsed
+            .value
+            .functions()
+            .filter(|f| f.body.is_some())
+            .map(|f| lower_function(f, &self.files, 0))
+            .collect();
+        let module = Module {
+            file: Some(file),
+            dialect: Some(Dialect::Ptx),
+            target: self.target.clone(),
+            ptx_version: self.version.clone(),
+            producer: None,
+            functions,
+        };
+        Lowered { modules: vec![module], diagnostics }
+    }
+}
+
 /// Lowers a parsed module.
 pub fn lower_module(file: FileId, module: &ast::Module<'_>, base: u32) -> Module {
     let files: HashMap<u32, &str> = module.files().map(|f| (f.id, f.name)).collect();

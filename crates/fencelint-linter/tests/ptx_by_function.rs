@@ -1,0 +1,104 @@
+//! `lint_ptx_by_function` (large PTX files, one function at a time) against `lint_text` (the
+//! whole module): the same diagnostics, functions and instructions, on every PTX file under
+//! `fixtures/` and on hand-written module shapes.
+
+use std::path::{Path, PathBuf};
+
+use fencelint_linter::{InputKind, LintOutput, Settings, lint_ptx_by_function, lint_text};
+use fencelint_source::FileId;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn ptx_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<PathBuf> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            ptx_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "ptx") {
+            out.push(path);
+        }
+    }
+}
+
+fn both(text: &str) -> (LintOutput, LintOutput) {
+    let settings = Settings::all();
+    let whole = lint_text(FileId(0), text, InputKind::Ptx, &settings);
+    let parts = lint_ptx_by_function(FileId(0), text, &settings);
+    (whole, parts)
+}
+
+fn assert_same(name: &str, text: &str) -> usize {
+    let (whole, parts) = both(text);
+    assert_eq!(whole.diagnostics, parts.diagnostics, "{name}");
+    assert_eq!(whole.functions, parts.functions, "{name}");
+    assert_eq!(whole.instructions, parts.instructions, "{name}");
+    whole.diagnostics.len()
+}
+
+#[test]
+fn every_fixture_gives_the_same_output() {
+    let mut files = Vec::new();
+    ptx_files(&repo_root().join("fixtures"), &mut files);
+    assert!(files.len() > 50, "{} PTX files", files.len());
+    let mut diagnostics = 0;
+    for path in &files {
+        let text = std::fs::read_to_string(path).unwrap();
+        // Suppression comments are read by the whole path only.
+        if text.contains("fencelint:") {
+            continue;
+        }
+        diagnostics += assert_same(&path.display().to_string(), &text);
+    }
+    assert!(diagnostics > 100, "{diagnostics} diagnostics");
+}
+
+const HEADER: &str = ".version 8.5\n.target sm_90a\n.address_size 64\n";
+
+const POLL: &str = ".visible .entry k(.param .u64 f, .param .u64 d, .param .u64 o)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [f];
+    ld.param.u64 %rd2, [d];
+    ld.param.u64 %rd3, [o];
+$L_spin:
+    .loc 1 7 5
+    ld.relaxed.gpu.global.u32 %r1, [%rd1];
+    setp.eq.s32 %p1, %r1, 0;
+    @%p1 bra $L_spin;
+    ld.global.u32 %r2, [%rd2];
+    st.global.u32 [%rd3], %r2;
+    ret;
+}
+";
+
+#[test]
+fn module_shapes_give_the_same_output() {
+    let declaration = ".extern .func (.param .b32 r) helper (.param .b32 a);\n";
+    let bad_declaration = ".extern .func (.param .b32 r) broken (.param .b32 a\n";
+    let cases = [
+        ("no function", HEADER.to_owned()),
+        ("one kernel", format!("{HEADER}{POLL}")),
+        ("file table at the end", format!("{HEADER}{POLL}.file 1 \"k.cu\"\n")),
+        ("file table first", format!("{HEADER}.file 1 \"k.cu\"\n{POLL}")),
+        ("a declaration between", format!("{HEADER}{declaration}{POLL}{declaration}")),
+        ("a broken declaration", format!("{HEADER}{bad_declaration}{POLL}")),
+        ("garbage between functions", format!("{HEADER}{POLL}this is not ptx;\n{POLL}")),
+        ("a global between", format!("{HEADER}.global .align 4 .u32 flag;\n{POLL}")),
+        ("a broken body", format!("{HEADER}{}", POLL.replace("setp.eq.s32", "setp.eq.s32 ??"))),
+        ("an unclosed body", format!("{HEADER}{}", POLL.trim_end().trim_end_matches('}'))),
+        ("no header", POLL.to_owned()),
+    ];
+    for (name, text) in cases {
+        assert_same(name, &text);
+    }
+    // The kernel's finding is there, with its source line from the table at the end.
+    let (_, parts) = both(&format!("{HEADER}{POLL}.file 1 \"k.cu\"\n"));
+    let finding = parts.diagnostics.iter().find(|d| d.rule == "spin-poll-without-acquire");
+    assert!(finding.is_some(), "{:?}", parts.diagnostics);
+}
