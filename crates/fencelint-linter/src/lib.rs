@@ -171,7 +171,9 @@ const PTX_BY_FUNCTION_MIN: usize = 8 << 20;
 /// `crates/fencelint-linter/tests/ptx_by_function.rs` holds the two to the same output.
 /// Suppression comments are not read here: texts that have them are linted whole.
 pub fn lint_ptx_by_function(file: FileId, text: &str, settings: &Settings) -> LintOutput {
-    let outline = fencelint_lower::ptx::outline(file, text);
+    let Some(outline) = fencelint_lower::ptx::outline(file, text) else {
+        return lint_lowered(fencelint_lower::lower(file, text, InputKind::Ptx, 0), settings);
+    };
     let mut output =
         LintOutput { diagnostics: outline.diagnostics.clone(), ..LintOutput::default() };
     let parts: Vec<LintOutput> = outline

@@ -43,9 +43,17 @@ pub struct PtxOutline<'a> {
 }
 
 /// Finds the functions of `text` (`fencelint_ptx::split_functions`) and parses the text between
-/// them: module-level statements never straddle a function.
-pub fn outline(file: FileId, text: &str) -> PtxOutline<'_> {
+/// them: module-level statements never straddle a function. `None` when a function's bounds do
+/// not fall on character boundaries (damaged input), which the whole-text path reads instead.
+pub fn outline(file: FileId, text: &str) -> Option<PtxOutline<'_>> {
     let spans = ast::split_functions(text);
+    let on_boundaries = spans.iter().all(|span| {
+        text.is_char_boundary(span.range.start as usize)
+            && text.is_char_boundary(span.range.end as usize)
+    });
+    if !on_boundaries {
+        return None;
+    }
     let mut outline = PtxOutline {
         spans,
         files: HashMap::new(),
@@ -78,7 +86,7 @@ pub fn outline(file: FileId, text: &str) -> PtxOutline<'_> {
         }
     }
     outline.diagnostics.sort_by_key(|d| d.primary.range.start);
-    outline
+    Some(outline)
 }
 
 impl PtxOutline<'_> {
