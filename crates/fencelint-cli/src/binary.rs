@@ -40,6 +40,45 @@ pub(crate) const COMPANION: FileId = FileId(u32::MAX - 1);
 /// The ELF machine number of CUDA cubins.
 const EM_CUDA: u16 = 190;
 
+/// The temporary directories of the binaries being linted, for the signal handler.
+static TEMP_DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Keeps a temporary directory on the list that an interruption removes, while it lives.
+///
+/// `TempDir` removes its directory when dropped, which a signal skips: a library audit stopped
+/// with Ctrl-C, or by a CI job's timeout, left its extracted cubins behind (hundreds of
+/// megabytes for a large library). SIGINT, SIGTERM and SIGHUP now remove every listed directory
+/// and end the run with exit code 130. The handler is installed with the first binary.
+struct RemovedOnSignal(PathBuf);
+
+impl RemovedOnSignal {
+    fn new(dir: &Path) -> Self {
+        static INSTALLED: OnceLock<()> = OnceLock::new();
+        INSTALLED.get_or_init(|| {
+            // ctrlc runs the handler on a thread of its own, not inside the signal: it may
+            // take the lock and touch the file system.
+            let _ = ctrlc::set_handler(|| {
+                let dirs = TEMP_DIRS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                for dir in dirs.iter() {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
+                std::process::exit(130);
+            });
+        });
+        TEMP_DIRS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(dir.to_owned());
+        Self(dir.to_owned())
+    }
+}
+
+impl Drop for RemovedOnSignal {
+    fn drop(&mut self) {
+        TEMP_DIRS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|d| *d != self.0);
+    }
+}
+
 /// Options of `fencelint check` that concern binaries.
 #[derive(Clone, Debug)]
 pub(crate) struct BinaryOptions {
@@ -170,6 +209,7 @@ pub(crate) fn lint_binaries(
             return outputs;
         }
     };
+    let _removed_on_signal = RemovedOnSignal::new(temp.path());
 
     // Extract from every binary (one `cuobjdump` run each), several binaries at once.
     let prepared: Vec<Result<Vec<Unit>, Prepared>> = {

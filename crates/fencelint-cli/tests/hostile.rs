@@ -557,6 +557,37 @@ fn the_disassembler_hanging() {
 
 /// A disassembler whose whole output is unreadable: the cubin yields no function, which is
 /// reported as an input error naming the cubin (it used to pass silently).
+/// Interrupted while the tools run (Ctrl-C, a CI job's timeout): the temporary directory of
+/// extracted cubins goes with the run, and the exit code says it was interrupted.
+#[test]
+fn an_interrupted_run_leaves_no_temporary_files() {
+    let tools = fake_tools("sleep 20");
+    let tmp = tempfile::tempdir().unwrap();
+    let cubin = repo().join(CUBIN);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fencelint"))
+        .args(["check", "--cuda-bin", tools.path().to_str().unwrap(), cubin.to_str().unwrap()])
+        .env("TMPDIR", tmp.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while fs::read_dir(tmp.path()).unwrap().next().is_none() {
+        assert!(Instant::now() < deadline, "no temporary directory appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The fake cuobjdump is running (or about to): stop the run there.
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: `kill` has no memory-safety preconditions; the pid is our own child's.
+    #[allow(unsafe_code)]
+    let sent = unsafe { libc::kill(i32::try_from(child.id()).unwrap(), libc::SIGTERM) };
+    assert_eq!(sent, 0);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    let left: Vec<_> = fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().path()).collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
 /// A cubin with code whose disassembly is empty: the listing is missing, not the code.
 #[test]
 fn the_disassembler_printing_nothing() {
