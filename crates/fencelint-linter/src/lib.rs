@@ -168,19 +168,27 @@ const PTX_BY_FUNCTION_MIN: usize = 8 << 20;
 /// or more in parallel), so memory holds a few functions' syntax trees and IR instead of the
 /// whole module's (a 34 MB PTX file took 865 MB whole). Every rule checks one function and
 /// reads only the module's target and version, so the findings are those of [`lint_text`];
-/// `crates/fencelint-linter/tests/ptx_by_function.rs` holds the two to the same output.
-/// Suppression comments are not read here: texts that have them are linted whole.
+/// `crates/fencelint-linter/tests/ptx_by_function.rs` and the `pipeline` fuzz target hold the
+/// two to the same output. Text with parse errors is linted whole here, and text with
+/// suppression comments by the caller.
 pub fn lint_ptx_by_function(file: FileId, text: &str, settings: &Settings) -> LintOutput {
-    let Some(outline) = fencelint_lower::ptx::outline(file, text) else {
-        return lint_lowered(fencelint_lower::lower(file, text, InputKind::Ptx, 0), settings);
-    };
-    let mut output =
-        LintOutput { diagnostics: outline.diagnostics.clone(), ..LintOutput::default() };
-    let parts: Vec<LintOutput> = outline
+    let whole = || lint_lowered(fencelint_lower::lower(file, text, InputKind::Ptx, 0), settings);
+    // Text that does not parse cleanly is linted whole: a function cut out of damaged text
+    // reads differently at its end (the parser's message names what follows it).
+    let Some(outline) = fencelint_lower::ptx::outline(file, text) else { return whole() };
+    if !outline.diagnostics.is_empty() {
+        return whole();
+    }
+    let parts: Option<Vec<LintOutput>> = outline
         .spans
         .par_iter()
-        .map(|span| lint_lowered(outline.lower_function(file, text, span), settings))
+        .map(|span| {
+            let lowered = outline.lower_function(file, text, span);
+            lowered.diagnostics.is_empty().then(|| lint_lowered(lowered, settings))
+        })
         .collect();
+    let Some(parts) = parts else { return whole() };
+    let mut output = LintOutput::default();
     for part in parts {
         output.merge(part);
     }

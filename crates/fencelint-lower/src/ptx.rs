@@ -68,7 +68,9 @@ pub fn outline(file: FileId, text: &str) -> Option<PtxOutline<'_>> {
         at = span.range.end as usize;
     }
     gaps.push(at..text.len());
-    for gap in gaps.into_iter().filter(|gap| !text[gap.clone()].trim().is_empty()) {
+    // Only empty gaps are passed over: what counts as blank is the parser's to say (a
+    // no-break space is no PTX whitespace).
+    for gap in gaps.into_iter().filter(|gap| !gap.is_empty()) {
         let parsed = ast::parse_with_offset(&text[gap.clone()], gap.start as u32);
         outline.diagnostics.extend(
             parsed
