@@ -40,8 +40,21 @@ impl Rule for AsyncProxyReadWithoutFence {
         // The first unfenced write that reaches each asynchronous reader.
         let mut findings: BTreeMap<InstId, InstId> = BTreeMap::new();
         let is_sass = cx.module.dialect == Some(Dialect::Sass);
+        // The MMAs that take A from registers, and their first A register.
+        let register_a: Vec<(InstId, Reg)> = readers
+            .iter()
+            .filter_map(|&id| match func.inst(id).kind {
+                InstKind::Wgmma(WgmmaOp::Mma { register_a: Some(a) }) => Some((id, a)),
+                _ => None,
+            })
+            .collect();
         for write in func.ids().filter(|&id| is_generic_shared_write(analysis, is_sass, id)) {
             let written = written_object(analysis, write);
+            // Asked at most once per write, and only when an MMA of that kind is reached.
+            let fragment = std::cell::OnceCell::new();
+            let is_fragment = || {
+                *fragment.get_or_init(|| stores_register_a_fragment(analysis, write, &register_a))
+            };
             analysis.walk_forward(write, Publish::default(), |id, state| {
                 let inst = func.inst(id);
                 if is_proxy_async_fence(&inst.kind) {
@@ -60,7 +73,9 @@ impl Rule for AsyncProxyReadWithoutFence {
                         Some(Publish { synchronized: true, ..state })
                     };
                 }
-                if readers.contains(&id) && may_read(analysis, id, write, written.as_ref()) {
+                if readers.contains(&id)
+                    && may_read(analysis, id, write, written.as_ref(), &is_fragment)
+                {
                     findings.entry(id).or_insert(write);
                     return None;
                 }
@@ -180,6 +195,7 @@ fn may_read(
     reader: InstId,
     write: InstId,
     written: Option<&AddrRoot>,
+    stores_a_fragment: &dyn Fn() -> bool,
 ) -> bool {
     let inst = analysis.func.inst(reader);
     if matches!(inst.kind, InstKind::Tcgen05(_) | InstKind::Wgmma(_)) {
@@ -188,7 +204,7 @@ fn may_read(
         // registers) shares that fragment with other warps, as FlashMLA shares its softmax
         // output: it is no B tile. An MMA that reads A from shared memory may read it.
         if matches!(inst.kind, InstKind::Wgmma(WgmmaOp::Mma { register_a: Some(_) }))
-            && stores_register_a_fragment(analysis, write)
+            && stores_a_fragment()
         {
             return false;
         }
@@ -207,7 +223,11 @@ fn may_read(
 /// Whether `write` is a `stmatrix` / `STSM` that stores a register A fragment of an MMA of the
 /// function: one of its data registers (not its address) is the MMA's first A register, with
 /// the same definitions reaching both, so the two read the same value.
-fn stores_register_a_fragment(analysis: &FunctionAnalysis<'_>, write: InstId) -> bool {
+fn stores_register_a_fragment(
+    analysis: &FunctionAnalysis<'_>,
+    write: InstId,
+    register_a: &[(InstId, Reg)],
+) -> bool {
     let func = analysis.func;
     let inst = func.inst(write);
     let InstKind::Store(mem) = &inst.kind else { return false };
@@ -221,13 +241,10 @@ fn stores_register_a_fragment(analysis: &FunctionAnalysis<'_>, write: InstId) ->
             AddrBase::Symbol(_) | AddrBase::Absolute => false,
         })
     };
-    func.ids().any(|mma| match func.inst(mma).kind {
-        InstKind::Wgmma(WgmmaOp::Mma { register_a: Some(a) }) => {
-            inst.uses.contains(&a)
-                && !in_address(a)
-                && analysis.reaching_defs(write, a) == analysis.reaching_defs(mma, a)
-        }
-        _ => false,
+    register_a.iter().any(|&(mma, a)| {
+        inst.uses.contains(&a)
+            && !in_address(a)
+            && analysis.reaching_defs(write, a) == analysis.reaching_defs(mma, a)
     })
 }
 
