@@ -31,7 +31,8 @@ pub fn lower_text(file: FileId, text: &str, base: u32) -> Lowered {
 
 /// A PTX text read without its function bodies: where each function is and what the module
 /// says around them, so that the functions can be parsed and lowered one at a time
-/// ([`PtxOutline::lower_function`]) with the same result as [`lower_text`] gives for them.
+/// ([`PtxOutline::lower_function`]) with the same IR as [`lower_text`] gives for them when the
+/// text parses cleanly (a function cut out of damaged text may read differently at its end).
 /// Large PTX files are linted that way, with one function's syntax tree and IR in memory.
 pub struct PtxOutline<'a> {
     pub spans: Vec<ast::FunctionSpan<'a>>,
