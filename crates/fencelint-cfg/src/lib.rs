@@ -12,6 +12,7 @@ mod dataflow;
 mod dominators;
 mod loops;
 mod object;
+mod values;
 mod walk;
 
 pub use address::{AddrKey, AddrRoot};
@@ -20,6 +21,7 @@ pub use dataflow::{Point, Reach};
 pub use dominators::DomTree;
 pub use loops::Loop;
 pub use object::AddrSum;
+pub use values::ValueNumber;
 
 use std::cell::{Cell, OnceCell, RefCell, RefMut};
 
@@ -64,6 +66,10 @@ pub struct FunctionAnalysis<'f> {
     /// The key of each instruction's memory operand, for [`FunctionAnalysis::inst_address_is`]
     /// (`None` until asked).
     inst_keys: RefCell<Vec<Option<AddrKey>>>,
+    /// Value numbers already computed ([`FunctionAnalysis::value_number`]), and the interned
+    /// computations behind [`ValueNumber::Expr`].
+    value_numbers: RefCell<FxHashMap<(InstId, Reg), ValueNumber>>,
+    exprs: RefCell<FxHashMap<(u64, Vec<ValueNumber>), u32>>,
     /// Reaching definitions already computed by a walk ([`FunctionAnalysis::reaching_defs`]):
     /// the poll rules slice the same exit branches, and SASS registers are redefined often.
     reaches: RefCell<FxHashMap<(InstId, Reg), Reach>>,
@@ -176,6 +182,8 @@ impl<'f> FunctionAnalysis<'f> {
             innermost: OnceCell::new(),
             value_keys: RefCell::new(FxHashMap::default()),
             inst_keys: RefCell::new(Vec::new()),
+            value_numbers: RefCell::new(FxHashMap::default()),
+            exprs: RefCell::new(FxHashMap::default()),
             reaches: RefCell::new(FxHashMap::default()),
             reaches_in_loop: RefCell::new(FxHashMap::default()),
             reach_marks: RefCell::new(Marks::default()),

@@ -184,6 +184,12 @@ pub struct Inst {
     pub uses: Regs,
     /// For instructions whose result address analysis can follow.
     pub value: Option<ValueOp>,
+    /// Set when the instruction computes its one definition from its uses (in order) and its
+    /// other operands alone, with no guard and no access to memory or changing state: two
+    /// instructions with the same key compute the same value from the same inputs. The key
+    /// stands for the opcode and every operand that is not a register. Filled by the PTX
+    /// lowering; SASS instructions carry none (see `FunctionAnalysis::value_number`).
+    pub pure_key: Option<u64>,
     /// The memory operand, for memory ops, mbarrier ops, tensormap ops and async copies.
     pub address: Option<Address>,
     /// Further address operands (the mbarrier of a `cp.async.bulk`, the tensormap of a TMA op).
@@ -207,6 +213,7 @@ impl Inst {
             defs: Regs::new(),
             uses: Regs::new(),
             value: None,
+            pure_key: None,
             address: None,
             extra_addresses: Vec::new(),
             control: Control { falls_through: true, ..Control::default() },

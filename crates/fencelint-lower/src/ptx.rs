@@ -4,6 +4,7 @@
 //! (except that a compound opcode's leading words decide its family).
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
 
 use fencelint_diagnostics::Diagnostic;
 use fencelint_ir::{
@@ -303,6 +304,9 @@ fn lower_instruction(
     }
 
     inst.value = value_op(func, instruction, is_reg);
+    if inst.guard.is_none() && inst.defs.len() == 1 && has_dest {
+        inst.pure_key = pure_key(instruction, is_reg);
+    }
     set_control(&mut inst, instruction);
     let targets = if matches!(inst.kind, InstKind::Branch) {
         instruction.target_names().map(ToOwned::to_owned).collect()
@@ -431,6 +435,38 @@ fn value_op(
         _ => None,
     }
 }
+
+/// [`Inst::pure_key`] of an instruction with one destination register and no guard: the opcode
+/// and the source operands that are not registers, when the mnemonic computes its result from
+/// its operands alone and every source is a register or a literal.
+fn pure_key(instruction: &ast::Instruction<'_>, is_reg: &impl Fn(&str) -> bool) -> Option<u64> {
+    if !PURE_MNEMONICS.contains(&instruction.mnemonic()) {
+        return None;
+    }
+    let mut hasher = DefaultHasher::new();
+    instruction.opcode.hash(&mut hasher);
+    for operand in instruction.operands.iter().skip(1) {
+        match operand.kind {
+            ast::OperandKind::Name(name) if is_reg(name) => 0u8.hash(&mut hasher),
+            ast::OperandKind::Negated(name) if is_reg(name) => 1u8.hash(&mut hasher),
+            ast::OperandKind::Integer(value) => (2u8, value).hash(&mut hasher),
+            ast::OperandKind::Float(value) => (3u8, value.to_bits()).hash(&mut hasher),
+            // The address of a variable or parameter: a constant.
+            ast::OperandKind::Name(name) => (4u8, name).hash(&mut hasher),
+            _ => return None,
+        }
+    }
+    Some(hasher.finish())
+}
+
+/// Mnemonics whose result depends on nothing but their operands (no memory, no clock, no
+/// other thread).
+const PURE_MNEMONICS: &[&str] = &[
+    "abs", "add", "and", "bfe", "bfi", "bfind", "bmsk", "brev", "clz", "cnot", "cvt", "cvta",
+    "div", "dp2a", "dp4a", "fma", "lop3", "mad", "mad24", "max", "min", "mov", "mul", "mul24",
+    "neg", "not", "or", "popc", "prmt", "rem", "sad", "selp", "set", "setp", "shf", "shl", "shr",
+    "slct", "sub", "szext", "xor",
+];
 
 fn set_control(inst: &mut Inst, instruction: &ast::Instruction<'_>) {
     let guarded = instruction.guard.is_some();

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fencelint_cfg::{AddrKey, AddrRoot, FunctionAnalysis};
+use fencelint_cfg::{AddrKey, AddrRoot, FunctionAnalysis, ValueNumber};
 use fencelint_ir::{AddrBase, Address, AsyncOp, Barrier, InstId, InstKind, MbarrierOp, ValueOp};
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
@@ -57,7 +57,7 @@ struct AsyncCopy {
     key: AddrKey,
     object: Option<AddrRoot>,
     /// The thread-dependent terms of the destination address (see [`thread_terms`]).
-    thread_terms: Option<BTreeSet<InstId>>,
+    thread_terms: Option<BTreeSet<ValueNumber>>,
 }
 
 fn copy_of(analysis: &FunctionAnalysis<'_>, id: InstId) -> Option<AsyncCopy> {
@@ -175,13 +175,14 @@ fn classify_read(
 
 /// The terms of an address that depend on the thread's index: the address is split into the
 /// operands of its additions (through moves, `cvt`, constant adds and register adds), and the
-/// terms whose computation reads `%tid`, `%laneid` or `%warpid` are kept, named by the
-/// instruction that computes them. `None` when a term has no single definition.
+/// terms whose computation reads `%tid`, `%laneid` or `%warpid` are kept, named by their value
+/// number ([`FunctionAnalysis::value_number`]): a term computed again the same way before the
+/// read is the same term. `None` when a term has no single definition.
 fn thread_terms(
     analysis: &FunctionAnalysis<'_>,
     at: InstId,
     address: &Address,
-) -> Option<BTreeSet<InstId>> {
+) -> Option<BTreeSet<ValueNumber>> {
     let AddrBase::Reg(reg) = &address.base else { return Some(BTreeSet::new()) };
     let mut terms = BTreeSet::new();
     let mut work = vec![(at, *reg)];
@@ -193,7 +194,7 @@ fn thread_terms(
         }
         if is_thread_index(analysis.func.reg_name(reg)) {
             // The index itself, used directly as an address term.
-            terms.insert(at);
+            terms.insert(analysis.value_number(at, reg));
             continue;
         }
         let reach = analysis.reaching_defs(at, reg);
@@ -211,7 +212,7 @@ fn thread_terms(
             }
             None => {
                 if depends_on_thread_index(analysis, *def)? {
-                    terms.insert(*def);
+                    terms.insert(analysis.value_number(at, reg));
                 }
             }
         }

@@ -1,0 +1,102 @@
+//! Value numbers: "these two registers hold the same value", seen through recomputation.
+//!
+//! Compilers recompute an address instead of keeping it in a register (`shl.b32 %r2765, %r48, 4`
+//! before a `cp.async`, `shl.b32 %r2769, %r48, 4` again before the load that reads the copy
+//! back). Two uses get the same number when their values come from instructions with the same
+//! [`fencelint_ir::Inst::pure_key`] applied to operands with the same numbers.
+
+use fencelint_ir::{InstId, Reg, ValueOp};
+
+use crate::FunctionAnalysis;
+
+/// The value a register holds where an instruction reads it. Equal numbers mean equal values
+/// in one execution of the function, up to the re-execution of a definition in a loop (the
+/// same approximation as [`crate::AddrRoot::Def`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ValueNumber {
+    /// A special register that keeps its value for the whole run of a thread (`%tid.x`,
+    /// `%ctaid.y`, `%laneid`, ...), read where no instruction of the function wrote it.
+    Entry(Reg),
+    /// A computation from numbered values (interned per function).
+    Expr(u32),
+    /// The result of this instruction, which is not pure (a load, an atomic, a guarded move).
+    Def(InstId),
+    /// A value the analysis cannot name: several definitions reach the use, or a register that
+    /// may change on its own (`%clock`, `%warpid`), or the chain is too deep. Equal only to
+    /// itself.
+    Opaque(InstId, Reg),
+}
+
+/// How deep a chain of computations is followed.
+const MAX_DEPTH: usize = 48;
+
+impl FunctionAnalysis<'_> {
+    /// The value number of `reg` as read by instruction `at`.
+    pub fn value_number(&self, at: InstId, reg: Reg) -> ValueNumber {
+        self.value_number_at_depth(at, reg, 0)
+    }
+
+    fn value_number_at_depth(&self, at: InstId, reg: Reg, depth: usize) -> ValueNumber {
+        if let Some(&known) = self.value_numbers.borrow().get(&(at, reg)) {
+            return known;
+        }
+        if depth > MAX_DEPTH {
+            // Not memoized: a shallower query may still name it.
+            return ValueNumber::Opaque(at, reg);
+        }
+        let number = self.compute_value_number(at, reg, depth);
+        self.value_numbers.borrow_mut().insert((at, reg), number);
+        number
+    }
+
+    fn compute_value_number(&self, at: InstId, reg: Reg, depth: usize) -> ValueNumber {
+        let reach = self.reaching_defs(at, reg);
+        match (reach.defs.as_slice(), reach.from_entry) {
+            ([], true) if is_stable_special(self.func.reg_name(reg)) => ValueNumber::Entry(reg),
+            (&[def], false) => {
+                let inst = self.func.inst(def);
+                let Some(key) = inst.pure_key else { return ValueNumber::Def(def) };
+                if inst.defs.as_slice() != [reg] {
+                    return ValueNumber::Def(def);
+                }
+                if let Some(ValueOp::Copy(src)) = inst.value
+                    && inst.opcode.starts_with("mov")
+                {
+                    return self.value_number_at_depth(def, src, depth + 1);
+                }
+                let operands: Vec<ValueNumber> = inst
+                    .uses
+                    .iter()
+                    .map(|&used| self.value_number_at_depth(def, used, depth + 1))
+                    .collect();
+                let mut exprs = self.exprs.borrow_mut();
+                let next = u32::try_from(exprs.len()).unwrap_or(u32::MAX);
+                ValueNumber::Expr(*exprs.entry((key, operands)).or_insert(next))
+            }
+            _ => ValueNumber::Opaque(at, reg),
+        }
+    }
+}
+
+/// PTX special registers that keep their value while a thread runs. `%clock`, `%globaltimer`,
+/// `%warpid`, `%smid` and the performance counters are not among them.
+fn is_stable_special(name: &str) -> bool {
+    const STABLE: &[&str] = &[
+        "%tid",
+        "%ntid",
+        "%ctaid",
+        "%nctaid",
+        "%laneid",
+        "%lanemask",
+        "%cluster",
+        "%nclusterid",
+        "%is_explicit_cluster",
+        "%gridid",
+        "%dynamic_smem_size",
+        "%total_smem_size",
+        "%aggr_smem_size",
+        "%reserved_smem",
+        "%envreg",
+    ];
+    STABLE.iter().any(|prefix| name.starts_with(prefix))
+}

@@ -1,0 +1,95 @@
+//! `FunctionAnalysis::value_number` on hand-written PTX: a value computed again the same way gets
+//! the number of the first computation; a different opcode, a different literal, a different
+//! input, several reaching definitions or a register that changes on its own (`%clock`) give a
+//! different number.
+
+use fencelint_cfg::{FunctionAnalysis, ValueNumber};
+use fencelint_ir::Function;
+use fencelint_linter::InputKind;
+use fencelint_source::FileId;
+
+/// Lowers one kernel whose body is `body` (registers `%p<4>`, `%r<40>`, `%rd<8>`).
+fn kernel(body: &str) -> Function {
+    let text = format!(
+        ".version 8.5\n.target sm_80\n.address_size 64\n\
+         .visible .entry k(.param .u64 p, .param .u32 n)\n{{\n\
+         .reg .pred %p<4>;\n.reg .b32 %r<40>;\n.reg .b64 %rd<8>;\n\
+         .shared .align 16 .b8 buf[4096];\n{body}\nret;\n}}\n"
+    );
+    let lowered = fencelint_lower::lower(FileId(0), &text, InputKind::Ptx, 0);
+    assert!(lowered.diagnostics.is_empty(), "{:?}", lowered.diagnostics);
+    lowered.modules.into_iter().next().unwrap().functions.into_iter().next().unwrap()
+}
+
+/// The value number of register `name` where the first `st.shared` that reads it reads it.
+fn number_at_first_store(analysis: &FunctionAnalysis<'_>, name: &str) -> ValueNumber {
+    let func = analysis.func;
+    let reg = (0..func.regs.len() as u32)
+        .map(fencelint_ir::Reg)
+        .find(|&r| func.reg_name(r) == name)
+        .unwrap_or_else(|| panic!("no register {name}"));
+    let id = func
+        .ids()
+        .find(|&id| {
+            let inst = func.inst(id);
+            inst.opcode.starts_with("st.shared") && inst.uses.contains(&reg)
+        })
+        .unwrap_or_else(|| panic!("no st.shared reads {name}"));
+    analysis.value_number(id, reg)
+}
+
+/// Whether `%r10` and `%r20` get the same number where the first `st.shared` that reads each
+/// reads it.
+fn same_value(body: &str) -> bool {
+    let func = kernel(body);
+    let analysis = FunctionAnalysis::new(&func);
+    number_at_first_store(&analysis, "%r10") == number_at_first_store(&analysis, "%r20")
+}
+
+#[test]
+fn recomputed_values_share_a_number() {
+    let prefix = "mov.u32 %r1, %tid.x;\nmov.u32 %r2, buf;\n";
+    let cases = [
+        // The same shift of the same input, and the input read again from %tid.x.
+        (
+            "shl.b32 %r3, %r1, 4;\nadd.s32 %r10, %r2, %r3;\nmov.u32 %r5, %tid.x;\nshl.b32 %r6, %r5, 4;\nadd.s32 %r20, %r2, %r6;",
+            true,
+        ),
+        // The same computation in another block that the first does not dominate.
+        (
+            "ld.param.u32 %r7, [n];\nsetp.eq.s32 %p1, %r7, 0;\n@%p1 bra $L_skip;\nshl.b32 %r3, %r1, 4;\nadd.s32 %r10, %r2, %r3;\nst.shared.u32 [%r10], %r7;\n$L_skip:\nshl.b32 %r6, %r1, 4;\nadd.s32 %r20, %r2, %r6;",
+            true,
+        ),
+        // A different literal.
+        (
+            "shl.b32 %r3, %r1, 4;\nadd.s32 %r10, %r2, %r3;\nshl.b32 %r6, %r1, 3;\nadd.s32 %r20, %r2, %r6;",
+            false,
+        ),
+        // A different opcode.
+        (
+            "shl.b32 %r3, %r1, 4;\nadd.s32 %r10, %r2, %r3;\nshr.u32 %r6, %r1, 4;\nadd.s32 %r20, %r2, %r6;",
+            false,
+        ),
+        // Operands in another order (`sub` is not commutative; neither is anything here).
+        ("sub.s32 %r10, %r2, %r1;\nsub.s32 %r20, %r1, %r2;", false),
+        // The neighbour's slot.
+        (
+            "shl.b32 %r3, %r1, 4;\nadd.s32 %r10, %r2, %r3;\nxor.b32 %r5, %r1, 1;\nshl.b32 %r6, %r5, 4;\nadd.s32 %r20, %r2, %r6;",
+            false,
+        ),
+        // A loaded value is not recomputed: two loads of the same address may differ.
+        ("ld.shared.u32 %r10, [%r2];\nld.shared.u32 %r20, [%r2];", false),
+        // The clock changes on its own.
+        ("mov.u32 %r10, %clock;\nmov.u32 %r20, %clock;", false),
+        // A guarded computation keeps the old value when its guard is false.
+        (
+            "setp.eq.s32 %p2, %r1, 0;\nmov.u32 %r10, 7;\nmov.u32 %r20, 7;\n@%p2 add.s32 %r20, %r20, 0;",
+            false,
+        ),
+    ];
+    for (body, expected) in cases {
+        let body =
+            format!("{prefix}{body}\nst.shared.u32 [%r2], %r10;\nst.shared.u32 [%r2+4], %r20;");
+        assert_eq!(same_value(&body), expected, "{body}");
+    }
+}
