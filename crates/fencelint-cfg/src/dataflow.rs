@@ -48,7 +48,7 @@ impl FunctionAnalysis<'_> {
     /// `at` only around an enclosing loop (out through an exit and back in through the header)
     /// is not found: that value comes from an earlier run of the loop, not from the iterations
     /// that decide its exits. The compiled fixtures have no such case (`walks.rs`).
-    fn reaching_defs_in(&self, at: InstId, reg: Reg, inside: Option<&Loop>) -> Reach {
+    pub(crate) fn reaching_defs_in(&self, at: InstId, reg: Reg, inside: Option<&Loop>) -> Reach {
         // The walk starts here: `at`, or the top of its block when the block defines `reg`
         // nowhere before `at` (the same walk, shared by every such use in the block).
         let mut from = at;

@@ -61,6 +61,52 @@ impl Loop {
         }
     }
 
+    /// Whether `inst`, an instruction of the loop, reads through an operand other than its
+    /// address a value computed from its own result of an earlier iteration: a
+    /// read-modify-write retried until it lands (`old = atom.cas [a], expected, f(expected);
+    /// expected = old`, SASS `ATOMG.E.CAS PT, R7, [R2], R6, R7 ; ... ; MOV R6, R7`). Such a
+    /// loop waits for no other thread. Followed through the loop's own definitions that do not
+    /// read memory, at most [`Self::MAX_FEEDBACK_STEPS`] of them.
+    pub fn feeds_itself(&self, analysis: &FunctionAnalysis<'_>, inst: InstId) -> bool {
+        let func = analysis.func;
+        let this = func.inst(inst);
+        let address_regs: &[Reg] = match this.address.as_ref().map(|a| &a.base) {
+            Some(AddrBase::Reg(reg)) => std::slice::from_ref(reg),
+            Some(AddrBase::Complex(regs)) => regs,
+            _ => &[],
+        };
+        let guard = this.guard.map(|g| g.reg);
+        let mut work: Vec<(InstId, Reg)> = this
+            .uses
+            .iter()
+            .filter(|&&reg| !address_regs.contains(&reg) && Some(reg) != guard)
+            .map(|&reg| (inst, reg))
+            .collect();
+        let mut seen = Vec::new();
+        while let Some((at, reg)) = work.pop() {
+            if seen.contains(&(at, reg)) {
+                continue;
+            }
+            if seen.len() >= Self::MAX_FEEDBACK_STEPS {
+                return false;
+            }
+            seen.push((at, reg));
+            for def in analysis.reaching_defs_in(at, reg, Some(self)).defs {
+                if def == inst {
+                    return true;
+                }
+                let defining = func.inst(def);
+                if self.contains_inst(analysis, def) && !defining.kind.reads_memory() {
+                    work.extend(defining.uses.iter().map(|&used| (def, used)));
+                }
+            }
+        }
+        false
+    }
+
+    /// How many register uses [`Self::feeds_itself`] follows.
+    pub const MAX_FEEDBACK_STEPS: usize = 64;
+
     /// Whether `reg`, as read by `at`, has the same value in every iteration: each of its
     /// reaching definitions is outside the loop, or is a constant, a parameter or a symbol's
     /// address, or copies or offsets an invariant register. ptxas re-materialises an address

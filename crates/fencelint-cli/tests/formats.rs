@@ -344,7 +344,7 @@ fn sarif_locations_source_and_input() {
     let sass = &mapped["relatedLocations"][0]["physicalLocation"];
     assert_eq!(sass["artifactLocation"]["uri"], "fixtures/compiled/sm_90a/spin_poll.nvdisasm.sass");
     assert_eq!(sass["address"]["absoluteAddress"], 0x40);
-    assert_eq!(sass["region"]["startLine"], 1135);
+    assert_eq!(sass["region"]["startLine"], 1265);
 
     // With input, the SASS instruction is the primary location, with every region field.
     let unmapped = find(&input, "poll_acquire");

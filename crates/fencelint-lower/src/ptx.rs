@@ -4,7 +4,7 @@
 //! (except that a compound opcode's leading words decide its family).
 
 use std::collections::{HashMap, HashSet};
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 
 use fencelint_diagnostics::Diagnostic;
 use fencelint_ir::{
@@ -440,10 +440,10 @@ fn value_op(
 /// and the source operands that are not registers, when the mnemonic computes its result from
 /// its operands alone and every source is a register or a literal.
 fn pure_key(instruction: &ast::Instruction<'_>, is_reg: &impl Fn(&str) -> bool) -> Option<u64> {
-    if !PURE_MNEMONICS.contains(&instruction.mnemonic()) {
+    if PURE_MNEMONICS.binary_search(&instruction.mnemonic()).is_err() {
         return None;
     }
-    let mut hasher = DefaultHasher::new();
+    let mut hasher = rustc_hash::FxHasher::default();
     instruction.opcode.hash(&mut hasher);
     for operand in instruction.operands.iter().skip(1) {
         match operand.kind {
@@ -460,7 +460,7 @@ fn pure_key(instruction: &ast::Instruction<'_>, is_reg: &impl Fn(&str) -> bool) 
 }
 
 /// Mnemonics whose result depends on nothing but their operands (no memory, no clock, no
-/// other thread).
+/// other thread), sorted for the binary search.
 const PURE_MNEMONICS: &[&str] = &[
     "abs", "add", "and", "bfe", "bfi", "bfind", "bmsk", "brev", "clz", "cnot", "cvt", "cvta",
     "div", "dp2a", "dp4a", "fma", "lop3", "mad", "mad24", "max", "min", "mov", "mul", "mul24",
@@ -832,6 +832,12 @@ fn classify_tcgen05(instruction: &ast::Instruction<'_>) -> InstKind {
 #[cfg(test)]
 mod tests {
     use fencelint_source::FileId;
+
+    /// `pure_key` finds mnemonics by binary search.
+    #[test]
+    fn pure_mnemonics_are_sorted() {
+        assert!(super::PURE_MNEMONICS.is_sorted());
+    }
 
     /// `brx.idx` through a `.branchtargets` table gets exactly the table's labels; through a
     /// table that names a label the function lacks, it stays indirect.

@@ -130,7 +130,12 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
             continue;
         }
         for (load, mem, decider) in reads {
-            if decider != Decider::Poll || !lp.address_is_invariant(analysis, load) {
+            // A compare-and-swap retried with what it returned last is an update that waits
+            // for no other thread (`Loop::feeds_itself`), not a poll.
+            if decider != Decider::Poll
+                || !lp.address_is_invariant(analysis, load)
+                || lp.feeds_itself(analysis, load)
+            {
                 continue;
             }
             polls.push(Poll {
