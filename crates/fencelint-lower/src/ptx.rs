@@ -440,7 +440,7 @@ fn value_op(
 /// and the source operands that are not registers, when the mnemonic computes its result from
 /// its operands alone and every source is a register or a literal.
 fn pure_key(instruction: &ast::Instruction<'_>, is_reg: &impl Fn(&str) -> bool) -> Option<u64> {
-    if PURE_MNEMONICS.binary_search(&instruction.mnemonic()).is_err() {
+    if !is_pure_mnemonic(instruction.mnemonic()) {
         return None;
     }
     let mut hasher = rustc_hash::FxHasher::default();
@@ -459,14 +459,54 @@ fn pure_key(instruction: &ast::Instruction<'_>, is_reg: &impl Fn(&str) -> bool) 
     Some(hasher.finish())
 }
 
-/// Mnemonics whose result depends on nothing but their operands (no memory, no clock, no
-/// other thread), sorted for the binary search.
-const PURE_MNEMONICS: &[&str] = &[
-    "abs", "add", "and", "bfe", "bfi", "bfind", "bmsk", "brev", "clz", "cnot", "cvt", "cvta",
-    "div", "dp2a", "dp4a", "fma", "lop3", "mad", "mad24", "max", "min", "mov", "mul", "mul24",
-    "neg", "not", "or", "popc", "prmt", "rem", "sad", "selp", "set", "setp", "shf", "shl", "shr",
-    "slct", "sub", "szext", "xor",
-];
+/// Whether `mnemonic` computes its result from its operands alone (no memory, no clock, no
+/// other thread).
+fn is_pure_mnemonic(mnemonic: &str) -> bool {
+    matches!(
+        mnemonic,
+        "abs"
+            | "add"
+            | "and"
+            | "bfe"
+            | "bfi"
+            | "bfind"
+            | "bmsk"
+            | "brev"
+            | "clz"
+            | "cnot"
+            | "cvt"
+            | "cvta"
+            | "div"
+            | "dp2a"
+            | "dp4a"
+            | "fma"
+            | "lop3"
+            | "mad"
+            | "mad24"
+            | "max"
+            | "min"
+            | "mov"
+            | "mul"
+            | "mul24"
+            | "neg"
+            | "not"
+            | "or"
+            | "popc"
+            | "prmt"
+            | "rem"
+            | "sad"
+            | "selp"
+            | "set"
+            | "setp"
+            | "shf"
+            | "shl"
+            | "shr"
+            | "slct"
+            | "sub"
+            | "szext"
+            | "xor"
+    )
+}
 
 fn set_control(inst: &mut Inst, instruction: &ast::Instruction<'_>) {
     let guarded = instruction.guard.is_some();
@@ -832,12 +872,6 @@ fn classify_tcgen05(instruction: &ast::Instruction<'_>) -> InstKind {
 #[cfg(test)]
 mod tests {
     use fencelint_source::FileId;
-
-    /// `pure_key` finds mnemonics by binary search.
-    #[test]
-    fn pure_mnemonics_are_sorted() {
-        assert!(super::PURE_MNEMONICS.is_sorted());
-    }
 
     /// `brx.idx` through a `.branchtargets` table gets exactly the table's labels; through a
     /// table that names a label the function lacks, it stays indirect.
