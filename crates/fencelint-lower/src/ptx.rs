@@ -6,6 +6,8 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 
+use smallvec::SmallVec;
+
 use fencelint_diagnostics::Diagnostic;
 use fencelint_ir::{
     AddrBase, Address, AddressRole, AsyncOp, Barrier, BulkDir, Control, Fence, FenceKind, Function,
@@ -171,7 +173,9 @@ fn lower_function(func: &ast::Function<'_>, files: &HashMap<u32, &str>, base: u3
 
     let mut labels: HashMap<&str, u32> = HashMap::new();
     let mut branch_tables: HashMap<&str, Vec<String>> = HashMap::new();
-    let mut pending: Vec<Pending> = Vec::new();
+    // At most one instruction a statement: sized once, not grown by doubling (an `Inst` is
+    // a few hundred bytes, and growing copied them about twice over).
+    let mut pending: Vec<Pending> = Vec::with_capacity(statements.len());
     let mut loc: Option<SourceLocation> = None;
     for statement in statements {
         match statement {
@@ -211,6 +215,7 @@ fn lower_function(func: &ast::Function<'_>, files: &HashMap<u32, &str>, base: u3
     }
 
     let n = pending.len() as u32;
+    out.insts.reserve_exact(pending.len());
     for mut p in pending {
         let mut names = Vec::new();
         // A `brx.idx` through a `.branchtargets` table of this function whose labels all
@@ -266,7 +271,8 @@ fn lower_instruction(
     let operands = &instruction.operands;
     let has_dest = has_destination(instruction) && !operands.is_empty();
     for (i, operand) in operands.iter().enumerate() {
-        let mut names = Vec::new();
+        // Inline: most operands name one register, vectors a few.
+        let mut names: SmallVec<[&str; 4]> = SmallVec::new();
         operand.visit_names(&mut |name| {
             if is_reg(name) {
                 names.push(name);
