@@ -161,8 +161,9 @@ enum Extent {
     Function(Option<fencelint_lower::sass::Arch>),
 }
 
-/// PTX texts of this size or more are linted function by function ([`lint_ptx_by_function`]).
-const PTX_BY_FUNCTION_MIN: usize = 8 << 20;
+/// PTX texts of this size or more are linted function by function ([`lint_ptx_by_function`]):
+/// from 1 MiB on that path takes less memory and no more time (docs/performance.md).
+const PTX_BY_FUNCTION_MIN: usize = 1 << 20;
 
 /// Lints a PTX text one function at a time: each is parsed, lowered and linted on its own (two
 /// or more in parallel), so memory holds a few functions' syntax trees and IR instead of the
