@@ -799,8 +799,17 @@ fn lint_unit(
         Ok::<(), io::Error>(())
     });
     if let Err(err) = result {
-        output.error =
-            Some(format!("disassembling `{}` failed: {}", unit.name, err.describe(tool)));
+        let described = err.describe(tool);
+        let hint = if refuses_architecture(&described) {
+            format!(
+                " (this `nvdisasm` no longer reads {}: `--arch` selects the architectures to \
+                 lint, and `--cuda-bin` can name an older toolkit's tools)",
+                unit.arch.as_deref().unwrap_or("this architecture")
+            )
+        } else {
+            String::new()
+        };
+        output.error = Some(format!("disassembling `{}` failed: {described}{hint}", unit.name));
     } else if n_chunks == 0 && Elf::open(path).and_then(|elf| elf.has_code()) != Some(false) {
         // The tool succeeded but printed nothing that reads as a function: never pass silently,
         // unless the cubin has no code section at all (device variables only), which the
@@ -813,6 +822,14 @@ fn lint_unit(
         ));
     }
     output
+}
+
+/// Whether a disassembler's failure says that it does not handle the cubin's architecture
+/// (nvdisasm 13: `CUDA architecture "SM70" is deprecated. Please use CUDA toolkit 13.0 or
+/// earlier`), as opposed to a damaged cubin or a crash.
+fn refuses_architecture(described: &str) -> bool {
+    described.contains("CUDA architecture")
+        && (described.contains("is deprecated") || described.contains("not supported"))
 }
 
 fn finding(

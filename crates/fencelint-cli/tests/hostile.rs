@@ -555,8 +555,6 @@ fn the_disassembler_hanging() {
     assert!(run.elapsed < Duration::from_secs(30), "{}", run.describe());
 }
 
-/// A disassembler whose whole output is unreadable: the cubin yields no function, which is
-/// reported as an input error naming the cubin (it used to pass silently).
 /// Interrupted while the tools run (Ctrl-C, a CI job's timeout): the temporary directory of
 /// extracted cubins goes with the run, and the exit code says it was interrupted.
 #[test]
@@ -588,7 +586,23 @@ fn an_interrupted_run_leaves_no_temporary_files() {
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
-/// A cubin with code whose disassembly is empty: the listing is missing, not the code.
+/// A disassembler that no longer reads the cubin's architecture (nvdisasm 13 and sm_70, as
+/// in the multi-architecture libraries of the `bitsandbytes` wheel): the error says so and
+/// names the way out.
+#[test]
+fn the_disassembler_refusing_an_old_architecture() {
+    let tools = fake_tools(
+        "echo 'nvdisasm fatal   : CUDA architecture \"SM70\" is deprecated. Please use CUDA toolkit 13.0 or earlier' >&2\nexit 1",
+    );
+    with_tools(
+        tools.path(),
+        &[],
+        &["error[input-error]", "is deprecated", "no longer reads", "`--arch`", "`--cuda-bin`"],
+    );
+}
+
+/// A cubin with code whose disassembly is empty (it used to pass silently): the listing is
+/// missing, not the code.
 #[test]
 fn the_disassembler_printing_nothing() {
     let tools = fake_tools("exit 0");
