@@ -586,7 +586,7 @@ fn an_interrupted_run_leaves_no_temporary_files() {
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
-/// A disassembler that no longer reads the cubin's architecture (nvdisasm 13 and sm_70, as
+/// A disassembler that no longer reads the cubin's architecture (nvdisasm 13 and `sm_70`, as
 /// in the multi-architecture libraries of the `bitsandbytes` wheel): the error says so and
 /// names the way out.
 #[test]
