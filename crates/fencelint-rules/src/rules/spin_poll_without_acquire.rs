@@ -129,10 +129,16 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
         if acquire_loop && !acquire_exit(&reads) {
             continue;
         }
+        // When a strong read decides the exit, it is the flag; a weak read beside it is a
+        // bound or a setting read again every iteration (`while (relaxed_sys(sem) < bound)`,
+        // with `bound` in shared memory), not a second flag.
+        let strong_decides =
+            reads.iter().any(|&(_, mem, d)| d != Decider::Other && mem.sem != Sem::Weak);
         for (load, mem, decider) in reads {
             // A compare-and-swap retried with what it returned last is an update that waits
             // for no other thread (`Loop::feeds_itself`), not a poll.
             if decider != Decider::Poll
+                || (strong_decides && mem.sem == Sem::Weak)
                 || !lp.address_is_invariant(analysis, load)
                 || lp.feeds_itself(analysis, load)
             {
