@@ -17,7 +17,8 @@
 //! - the CFG's successor and predecessor arrays, its dominator tree, `innermost_loop`'s table
 //!   and `Loop::memory_insts` must give what petgraph (its edge lists and `simple_fast`), a
 //!   scan of every loop and a filter of `Loop::insts` give;
-//! - `Loop::address_is_invariant`, on hand-written cases (`loop_address_invariance`).
+//! - `Loop::address_is_invariant`, on hand-written cases (`loop_address_invariance`);
+//! - `Loop::feeds_itself`, on hand-written cases (`atomic_feedback`).
 
 use std::path::Path;
 
@@ -412,5 +413,61 @@ fn loop_address_invariance() {
             .expect("the poll");
         let lp = analysis.innermost_loop(poll).expect("the loop");
         assert_eq!(lp.address_is_invariant(&analysis, poll), invariant, "{body}");
+    }
+}
+
+/// `Loop::feeds_itself`: a compare-and-swap retried with what it returned last feeds itself
+/// (directly, through a computation, or through a copy); a lock taken with constants, a swap
+/// whose expected value is loaded again every iteration, and an add of a loop-invariant value
+/// do not.
+#[test]
+fn atomic_feedback() {
+    let ptx = |body: &str| {
+        format!(
+            ".version 8.5\n.target sm_80\n.address_size 64\n\
+             .visible .entry k(.param .u64 p)\n{{\n\
+             .reg .pred %p<4>;\n.reg .b32 %r<12>;\n.reg .b64 %rd<8>;\n\
+             ld.param.u64 %rd1, [p];\nld.global.u32 %r1, [%rd1];\n{body}\nret;\n}}\n"
+        )
+    };
+    // (loop, whether the atomic feeds itself)
+    let cases = [
+        // An add written as a compare-and-swap: the new value is computed from the expected one,
+        // which is what the swap returned.
+        (
+            "$L: add.s32 %r2, %r1, 7;\natom.global.cas.b32 %r3, [%rd1], %r1, %r2;\nsetp.ne.s32 %p1, %r3, %r1;\nmov.u32 %r1, %r3;\n@%p1 bra $L;\n",
+            true,
+        ),
+        // The same through a second copy.
+        (
+            "$L: add.s32 %r2, %r1, 7;\natom.global.cas.b32 %r3, [%rd1], %r1, %r2;\nsetp.ne.s32 %p1, %r3, %r1;\nmov.u32 %r4, %r3;\nmov.u32 %r1, %r4;\n@%p1 bra $L;\n",
+            true,
+        ),
+        // A lock: compare with 0, swap in 1.
+        (
+            "mov.u32 %r5, 0;\nmov.u32 %r6, 1;\n$L: atom.global.cas.b32 %r3, [%rd1], %r5, %r6;\nsetp.ne.s32 %p1, %r3, 0;\n@%p1 bra $L;\n",
+            false,
+        ),
+        // The expected value loaded again from memory every iteration: a wait on that word.
+        (
+            "$L: ld.volatile.global.u32 %r1, [%rd1+4];\nadd.s32 %r2, %r1, 1;\natom.global.cas.b32 %r3, [%rd1], %r1, %r2;\nsetp.ne.s32 %p1, %r3, %r1;\n@%p1 bra $L;\n",
+            false,
+        ),
+        // A counter polled with an add of a constant.
+        (
+            "mov.u32 %r5, 1;\n$L: atom.global.add.u32 %r3, [%rd1], %r5;\nsetp.lt.u32 %p1, %r3, 100;\n@%p1 bra $L;\n",
+            false,
+        ),
+    ];
+    for (body, feeds) in cases {
+        let text = ptx(body);
+        let lowered = fencelint_lower::lower(FileId(0), &text, InputKind::Ptx, 0);
+        assert!(lowered.diagnostics.is_empty(), "{:?}", lowered.diagnostics);
+        let func = &lowered.modules[0].functions[0];
+        let analysis = FunctionAnalysis::new(func);
+        let atomic =
+            func.ids().find(|&id| func.inst(id).opcode.starts_with("atom")).expect("the atomic");
+        let lp = analysis.innermost_loop(atomic).expect("the loop");
+        assert_eq!(lp.feeds_itself(&analysis, atomic), feeds, "{body}");
     }
 }
