@@ -362,19 +362,23 @@ fn loop_exit_slices_answer_like_whole_function_slices() {
     assert!(compared > 2_000 && with_reads > 500, "{compared} branches, {with_reads} with reads");
 }
 
+/// One `sm_90a` kernel whose pointer parameter is loaded into `%rd1` before `body` (registers
+/// `%p<4>`, `%r<12>`, `%rd<8>`).
+fn kernel_with_pointer(body: &str) -> String {
+    format!(
+        ".version 8.5\n.target sm_90a\n.address_size 64\n\
+         .visible .entry k(.param .u64 p)\n{{\n\
+         .reg .pred %p<4>;\n.reg .b32 %r<12>;\n.reg .b64 %rd<8>;\n\
+         ld.param.u64 %rd1, [p];\n{body}\nret;\n}}\n"
+    )
+}
+
 /// `Loop::address_is_invariant` on hand-written PTX (a test input, not compiler output): an
 /// address re-materialised inside the loop from an invariant register is invariant; one that
 /// advances every iteration, directly or through a copy round the loop, is not.
 #[test]
 fn loop_address_invariance() {
-    let ptx = |body: &str| {
-        format!(
-            ".version 8.5\n.target sm_90a\n.address_size 64\n\
-             .visible .entry k(.param .u64 p)\n{{\n\
-             .reg .pred %p<4>;\n.reg .b32 %r<8>;\n.reg .b64 %rd<8>;\n\
-             ld.param.u64 %rd1, [p];\n{body}\nret;\n}}\n"
-        )
-    };
+    let ptx = kernel_with_pointer;
     // (loop body, whether the load's address is the same every iteration)
     let cases = [
         // The address is computed before the loop.
@@ -422,14 +426,7 @@ fn loop_address_invariance() {
 /// do not.
 #[test]
 fn atomic_feedback() {
-    let ptx = |body: &str| {
-        format!(
-            ".version 8.5\n.target sm_80\n.address_size 64\n\
-             .visible .entry k(.param .u64 p)\n{{\n\
-             .reg .pred %p<4>;\n.reg .b32 %r<12>;\n.reg .b64 %rd<8>;\n\
-             ld.param.u64 %rd1, [p];\nld.global.u32 %r1, [%rd1];\n{body}\nret;\n}}\n"
-        )
-    };
+    let ptx = |body: &str| kernel_with_pointer(&format!("ld.global.u32 %r1, [%rd1];\n{body}"));
     // (loop, whether the atomic feeds itself)
     let cases = [
         // An add written as a compare-and-swap: the new value is computed from the expected one,
