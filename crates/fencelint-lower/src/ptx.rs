@@ -22,14 +22,45 @@ use crate::Lowered;
 /// Parses PTX text and lowers it.
 pub fn lower_text(file: FileId, text: &str, base: u32) -> Lowered {
     let parsed = ast::parse(text);
-    let mut diagnostics: Vec<Diagnostic> = parsed
-        .errors
+    let diagnostics = parse_errors(file, &parsed.errors, base);
+    let module = lower_module(file, &parsed.value, base);
+    Lowered { modules: vec![module], diagnostics }
+}
+
+/// PTX parse errors as diagnostics, in text order.
+fn parse_errors(file: FileId, errors: &[ast::ParseError], base: u32) -> Vec<Diagnostic> {
+    let mut diagnostics: Vec<Diagnostic> = errors
         .iter()
         .map(|e| crate::parse_error(file, e.range.shifted(base), &e.message, Dialect::Ptx))
         .collect();
-    let module = lower_module(file, &parsed.value, base);
     diagnostics.sort_by_key(|d| d.primary.range.start);
-    Lowered { modules: vec![module], diagnostics }
+    diagnostics
+}
+
+/// The functions with a body of a parsed module, lowered.
+fn lower_bodies(module: &ast::Module<'_>, files: &HashMap<u32, &str>, base: u32) -> Vec<Function> {
+    module
+        .functions()
+        .filter(|f| f.body.is_some())
+        .map(|f| lower_function(f, files, base))
+        .collect()
+}
+
+/// A PTX module of `functions` with the given target and version.
+fn ptx_module(
+    file: FileId,
+    target: Option<String>,
+    ptx_version: Option<String>,
+    functions: Vec<Function>,
+) -> Module {
+    Module {
+        file: Some(file),
+        dialect: Some(Dialect::Ptx),
+        target,
+        ptx_version,
+        producer: None,
+        functions,
+    }
 }
 
 /// A PTX text read without its function bodies: where each function is and what the module
@@ -76,19 +107,14 @@ pub fn outline(file: FileId, text: &str) -> Option<PtxOutline<'_>> {
     // no-break space is no PTX whitespace).
     for gap in gaps.into_iter().filter(|gap| !gap.is_empty()) {
         let parsed = ast::parse_with_offset(&text[gap.clone()], gap.start as u32);
-        outline.diagnostics.extend(
-            parsed
-                .errors
-                .iter()
-                .map(|e| crate::parse_error(file, e.range, &e.message, Dialect::Ptx)),
-        );
+        outline.diagnostics.extend(parse_errors(file, &parsed.errors, 0));
         let module = &parsed.value;
         outline.files.extend(module.files().map(|f| (f.id, f.name)));
         if outline.target.is_none() {
-            outline.target = module.target().and_then(|t| t.names.first()).map(|s| (*s).to_owned());
+            outline.target = module_target(module);
         }
         if outline.version.is_none() {
-            outline.version = module.version().map(|v| v.text.to_owned());
+            outline.version = module_version(module);
         }
     }
     outline.diagnostics.sort_by_key(|d| d.primary.range.start);
@@ -107,26 +133,9 @@ impl PtxOutline<'_> {
     ) -> Lowered {
         let range = span.range.to_usize();
         let parsed = ast::parse_with_offset(&text[range.clone()], range.start as u32);
-        let mut diagnostics: Vec<Diagnostic> = parsed
-            .errors
-            .iter()
-            .map(|e| crate::parse_error(file, e.range, &e.message, Dialect::Ptx))
-            .collect();
-        diagnostics.sort_by_key(|d| d.primary.range.start);
-        let functions = parsed
-            .value
-            .functions()
-            .filter(|f| f.body.is_some())
-            .map(|f| lower_function(f, &self.files, 0))
-            .collect();
-        let module = Module {
-            file: Some(file),
-            dialect: Some(Dialect::Ptx),
-            target: self.target.clone(),
-            ptx_version: self.version.clone(),
-            producer: None,
-            functions,
-        };
+        let diagnostics = parse_errors(file, &parsed.errors, 0);
+        let functions = lower_bodies(&parsed.value, &self.files, 0);
+        let module = ptx_module(file, self.target.clone(), self.version.clone(), functions);
         Lowered { modules: vec![module], diagnostics }
     }
 }
@@ -134,19 +143,22 @@ impl PtxOutline<'_> {
 /// Lowers a parsed module.
 pub fn lower_module(file: FileId, module: &ast::Module<'_>, base: u32) -> Module {
     let files: HashMap<u32, &str> = module.files().map(|f| (f.id, f.name)).collect();
-    let functions = module
-        .functions()
-        .filter(|f| f.body.is_some())
-        .map(|f| lower_function(f, &files, base))
-        .collect();
-    Module {
-        file: Some(file),
-        dialect: Some(Dialect::Ptx),
-        target: module.target().and_then(|t| t.names.first()).map(|s| (*s).to_owned()),
-        ptx_version: module.version().map(|v| v.text.to_owned()),
-        producer: None,
-        functions,
-    }
+    ptx_module(
+        file,
+        module_target(module),
+        module_version(module),
+        lower_bodies(module, &files, base),
+    )
+}
+
+/// The first name of the module's `.target` directive (`sm_90a`).
+fn module_target(module: &ast::Module<'_>) -> Option<String> {
+    module.target().and_then(|t| t.names.first()).map(|s| (*s).to_owned())
+}
+
+/// The text of the module's `.version` directive (`9.5`).
+fn module_version(module: &ast::Module<'_>) -> Option<String> {
+    module.version().map(|v| v.text.to_owned())
 }
 
 struct Pending {
