@@ -6,7 +6,9 @@
 #![no_main]
 
 use fencelint_diagnostics::codes;
-use fencelint_linter::{InputKind, Settings, detect, lint_ptx_by_function, lint_text};
+use fencelint_linter::{
+    InputKind, Settings, detect, lint_lowered, lint_ptx_by_function, lint_text,
+};
 use fencelint_source::FileId;
 use libfuzzer_sys::fuzz_target;
 
@@ -18,10 +20,14 @@ fuzz_target!(|data: &[u8]| {
         panic!("internal error: {}", internal.message);
     }
     // Large PTX files are linted one function at a time; that must change nothing.
+    // Compared with the whole module lowered at once, whatever the input's size.
     if kind == InputKind::Ptx && !text.contains("fencelint:") {
-        let parts = lint_ptx_by_function(FileId(0), &text, &Settings::all());
-        assert_eq!(output.diagnostics, parts.diagnostics, "function by function");
-        assert_eq!(output.functions, parts.functions, "function by function");
-        assert_eq!(output.instructions, parts.instructions, "function by function");
+        let settings = Settings::all();
+        let whole =
+            lint_lowered(fencelint_lower::lower(FileId(0), &text, InputKind::Ptx, 0), &settings);
+        let parts = lint_ptx_by_function(FileId(0), &text, &settings);
+        assert_eq!(whole.diagnostics, parts.diagnostics, "function by function");
+        assert_eq!(whole.functions, parts.functions, "function by function");
+        assert_eq!(whole.instructions, parts.instructions, "function by function");
     }
 });

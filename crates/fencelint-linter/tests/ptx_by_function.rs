@@ -1,10 +1,10 @@
-//! `lint_ptx_by_function` (large PTX files, one function at a time) against `lint_text` (the
-//! whole module): the same diagnostics, functions and instructions, on every PTX file under
+//! `lint_ptx_by_function` (large PTX files, one function at a time) against the whole-module
+//! path: the same diagnostics, functions and instructions, on every PTX file under
 //! `fixtures/` and on hand-written module shapes.
 
 use std::path::{Path, PathBuf};
 
-use fencelint_linter::{InputKind, LintOutput, Settings, lint_ptx_by_function, lint_text};
+use fencelint_linter::{InputKind, LintOutput, Settings, lint_lowered, lint_ptx_by_function};
 use fencelint_source::FileId;
 
 fn repo_root() -> PathBuf {
@@ -24,9 +24,11 @@ fn ptx_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// The whole path (the module lowered at once, as `lint_text` does below the size from which
+/// it lints by function), and the function-by-function path.
 fn both(text: &str) -> (LintOutput, LintOutput) {
     let settings = Settings::all();
-    let whole = lint_text(FileId(0), text, InputKind::Ptx, &settings);
+    let whole = lint_lowered(fencelint_lower::lower(FileId(0), text, InputKind::Ptx, 0), &settings);
     let parts = lint_ptx_by_function(FileId(0), text, &settings);
     (whole, parts)
 }
