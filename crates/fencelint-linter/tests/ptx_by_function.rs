@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use fencelint_linter::{InputKind, LintOutput, Settings, lint_lowered, lint_ptx_by_function};
+use fencelint_linter::{
+    InputKind, LintOutput, Settings, lint_lowered, lint_ptx_by_function, lint_text,
+};
 use fencelint_source::FileId;
 
 fn repo_root() -> PathBuf {
@@ -107,4 +109,32 @@ fn module_shapes_give_the_same_output() {
     let finding = parts.diagnostics.iter().find(|d| d.rule == "spin-poll-without-acquire");
     let source = finding.and_then(|d| d.primary.source.as_ref());
     assert!(source.is_some_and(|s| s.file == "k.cu"), "{:?}", parts.diagnostics);
+}
+
+/// `lint_text` takes the function-by-function path for PTX of 1 MiB or more: the output is the
+/// whole path's. A suppression comment keeps such a text on the whole path, where it is read.
+#[test]
+fn lint_text_of_a_large_module() {
+    let mut text = HEADER.to_owned();
+    let mut n = 0;
+    while text.len() < (1 << 20) + 4096 {
+        text.push_str(&POLL.replacen(".entry k(", &format!(".entry k{n}("), 1));
+        n += 1;
+    }
+    let settings = Settings::all();
+    let (whole, _) = both(&text);
+    let linted = lint_text(FileId(0), &text, InputKind::Ptx, &settings);
+    assert_eq!(linted.diagnostics, whole.diagnostics);
+    assert_eq!(linted.functions, n);
+    assert!(linted.diagnostics.len() >= n, "{} diagnostics", linted.diagnostics.len());
+
+    // Allow the finding of the first kernel only.
+    let marked = text.replacen(
+        "    ld.global.u32 %r2, [%rd2];",
+        "    ld.global.u32 %r2, [%rd2]; // fencelint: allow(spin-poll-without-acquire)",
+        1,
+    );
+    let linted = lint_text(FileId(0), &marked, InputKind::Ptx, &settings);
+    assert_eq!(linted.suppressed, 1);
+    assert_eq!(linted.diagnostics.len(), whole.diagnostics.len() - 1);
 }
