@@ -137,7 +137,9 @@ impl FunctionAnalysis<'_> {
                         mapped,
                     };
                 }
-                None => return AddrKey { root: AddrRoot::Def(def), offset, mapped },
+                Some(ValueOp::Compare(..)) | None => {
+                    return AddrKey { root: AddrRoot::Def(def), offset, mapped };
+                }
             }
         }
         self.mark_incomplete();

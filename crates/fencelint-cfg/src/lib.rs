@@ -10,6 +10,7 @@ mod address;
 mod cfg;
 mod dataflow;
 mod dominators;
+mod edges;
 mod loops;
 mod object;
 mod values;
@@ -89,6 +90,9 @@ pub struct FunctionAnalysis<'f> {
     /// Slices already computed by [`FunctionAnalysis::deciding_reads`], by branch and the header
     /// of the loop they stay in: both poll rules ask for the slices of the same loop exits.
     deciding: RefCell<FxHashMap<SliceKey, Vec<InstId>>>,
+    /// For each block, the branch that ends it when an entering edge can decide it
+    /// ([`FunctionAnalysis::forced_successor`]).
+    deciders: OnceCell<Vec<Option<edges::Decider>>>,
     incomplete: Cell<bool>,
 }
 
@@ -192,6 +196,7 @@ impl<'f> FunctionAnalysis<'f> {
             block_memory: OnceCell::new(),
             block_defs: OnceCell::new(),
             deciding: RefCell::new(FxHashMap::default()),
+            deciders: OnceCell::new(),
             incomplete: Cell::new(false),
         }
     }

@@ -79,7 +79,7 @@ impl FunctionAnalysis<'_> {
                 }
                 found
             }
-            None => None,
+            Some(ValueOp::Compare(..)) | None => None,
         }
     }
 }
@@ -155,7 +155,7 @@ impl FunctionAnalysis<'_> {
                         {
                             work.extend(inst.uses.iter().map(|&r| (*def, r)));
                         }
-                        None => sum.terms.push(AddrRoot::Def(*def)),
+                        Some(ValueOp::Compare(..)) | None => sum.terms.push(AddrRoot::Def(*def)),
                     }
                 }
             }

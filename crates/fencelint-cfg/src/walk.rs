@@ -14,7 +14,8 @@ impl FunctionAnalysis<'_> {
     /// it, or `None` to end the path there. Each (block, state at the block's top) pair is walked
     /// once, so the walk terminates when the state type is finite; keep it small (a few bits or
     /// a capped counter). The start block is walked again from its top when a path loops back
-    /// to it.
+    /// to it. A branch that the edge into its block decides
+    /// ([`forced_successor`](Self::forced_successor)) is followed only the way it goes.
     pub fn walk_forward<S: Copy + Ord>(
         &self,
         from: InstId,
@@ -34,11 +35,13 @@ impl FunctionAnalysis<'_> {
         follow: impl Fn(BlockId, BlockId) -> bool,
     ) {
         let cfg = &self.cfg;
-        let mut seen: BTreeSet<(BlockId, S)> = BTreeSet::new();
-        let mut work: Vec<(BlockId, Option<InstId>, S)> =
-            vec![(cfg.block_of(from), Some(from), init)];
+        // A block is walked once per state and per successor its entering edge forces
+        // ([`FunctionAnalysis::forced_successor`]).
+        let mut seen: BTreeSet<(BlockId, Option<BlockId>, S)> = BTreeSet::new();
+        let mut work: Vec<(BlockId, Option<InstId>, Option<BlockId>, S)> =
+            vec![(cfg.block_of(from), Some(from), None, init)];
         let mut steps = 0usize;
-        while let Some((block, after, entry_state)) = work.pop() {
+        while let Some((block, after, forced, entry_state)) = work.pop() {
             let mut state = Some(entry_state);
             for id in cfg.block(block).ids() {
                 if after.is_some_and(|a| id <= a) {
@@ -54,8 +57,12 @@ impl FunctionAnalysis<'_> {
             }
             let Some(exit_state) = state else { continue };
             for succ in cfg.successors(block) {
-                if follow(block, succ) && seen.insert((succ, exit_state)) {
-                    work.push((succ, None, exit_state));
+                if forced.is_some_and(|only| only != succ) || !follow(block, succ) {
+                    continue;
+                }
+                let next = self.forced_successor(block, succ);
+                if seen.insert((succ, next, exit_state)) {
+                    work.push((succ, None, next, exit_state));
                 }
             }
         }

@@ -148,6 +148,66 @@ pub enum ValueOp {
     SymbolAddr(Name),
     /// A constant.
     Imm(i64),
+    /// A predicate that compares a register with a constant: PTX `setp.ne.s32 %p1, %r2, 0`,
+    /// SASS `ISETP.NE.AND P0, PT, R2, RZ, PT`. Lets a walk tell which way a branch goes on an
+    /// edge where the register is a known constant.
+    Compare(IntCompare, Reg, i64),
+}
+
+/// An integer comparison: the relation, whether it is signed, and the operand width.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IntCompare {
+    pub relation: Relation,
+    pub signed: bool,
+    /// 16, 32 or 64.
+    pub bits: u8,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Relation {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Relation {
+    /// The relation with its operands swapped: `a < b` is `b > a`.
+    #[must_use]
+    pub fn swapped(self) -> Self {
+        match self {
+            Self::Lt => Self::Gt,
+            Self::Le => Self::Ge,
+            Self::Gt => Self::Lt,
+            Self::Ge => Self::Le,
+            other => other,
+        }
+    }
+}
+
+impl IntCompare {
+    /// `a <relation> b`, both cut to the width and read as signed or unsigned.
+    pub fn holds(self, a: i64, b: i64) -> bool {
+        let shift = 64 - u32::from(self.bits.clamp(1, 64));
+        let (a, b) = if self.signed {
+            (i128::from((a << shift) >> shift), i128::from((b << shift) >> shift))
+        } else {
+            (
+                i128::from(a.cast_unsigned() << shift >> shift),
+                i128::from(b.cast_unsigned() << shift >> shift),
+            )
+        };
+        match self.relation {
+            Relation::Eq => a == b,
+            Relation::Ne => a != b,
+            Relation::Lt => a < b,
+            Relation::Le => a <= b,
+            Relation::Gt => a > b,
+            Relation::Ge => a >= b,
+        }
+    }
 }
 
 /// A memory operand as written: base and constant offset.

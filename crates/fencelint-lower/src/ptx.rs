@@ -11,8 +11,8 @@ use smallvec::SmallVec;
 use fencelint_diagnostics::Diagnostic;
 use fencelint_ir::{
     AddrBase, Address, AddressRole, AsyncOp, Barrier, BulkDir, Control, Fence, FenceKind, Function,
-    Guard, Inst, InstId, InstKind, MbarrierOp, MemAccess, Module, MultimemOp, Scope, Sem,
-    SourceLocation, Space, Tcgen05Op, TensormapOp, ValueOp, WgmmaOp,
+    Guard, Inst, InstId, InstKind, IntCompare, MbarrierOp, MemAccess, Module, MultimemOp, Relation,
+    Scope, Sem, SourceLocation, Space, Tcgen05Op, TensormapOp, ValueOp, WgmmaOp,
 };
 use fencelint_ptx as ast;
 use fencelint_source::{Dialect, FileId};
@@ -438,6 +438,22 @@ fn value_op(
             }
         }
         "mapa" => reg_of(func, src).map(ValueOp::Mapa),
+        "setp" => {
+            // Only `setp.<cmp>.<type> p, a, b` (no combining predicate, no second destination).
+            let [relation, ty] = instruction.modifiers() else { return None };
+            if ops.len() != 3 {
+                return None;
+            }
+            let mut compare = int_compare(relation, ty)?;
+            let other = ops.get(2)?;
+            if let (Some(reg), Some(imm)) = (reg_of(func, src), other.as_integer()) {
+                return Some(ValueOp::Compare(compare, reg, imm));
+            }
+            // The constant first: `setp.gt.s32 %p, 5, %r` is `%r < 5`.
+            let (imm, reg) = (src.as_integer()?, reg_of(func, other)?);
+            compare.relation = compare.relation.swapped();
+            Some(ValueOp::Compare(compare, reg, imm))
+        }
         "add" | "sub" => {
             let other = ops.get(2)?;
             let sign = if instruction.mnemonic() == "sub" { -1 } else { 1 };
@@ -452,6 +468,38 @@ fn value_op(
         }
         _ => None,
     }
+}
+
+/// The comparison of `setp.<relation>.<type>` on integers (`None` for floating-point types).
+fn int_compare(relation: &str, ty: &str) -> Option<IntCompare> {
+    let (kind, bits) = (ty.get(..1)?, ty.get(1..)?);
+    let bits = match bits {
+        "16" => 16,
+        "32" => 32,
+        "64" => 64,
+        _ => return None,
+    };
+    let signed = match kind {
+        "s" => true,
+        "u" | "b" => false,
+        _ => return None,
+    };
+    let (relation, signed) = match relation {
+        "eq" => (Relation::Eq, signed),
+        "ne" => (Relation::Ne, signed),
+        // Bit types have only `eq` and `ne`.
+        _ if kind == "b" => return None,
+        "lt" => (Relation::Lt, signed),
+        "le" => (Relation::Le, signed),
+        "gt" => (Relation::Gt, signed),
+        "ge" => (Relation::Ge, signed),
+        "lo" => (Relation::Lt, false),
+        "ls" => (Relation::Le, false),
+        "hi" => (Relation::Gt, false),
+        "hs" => (Relation::Ge, false),
+        _ => return None,
+    };
+    Some(IntCompare { relation, signed, bits })
 }
 
 /// [`Inst::pure_key`] of an instruction with one destination register and no guard: the opcode

@@ -24,7 +24,7 @@ use rustc_hash::FxHashMap;
 use fencelint_diagnostics::Diagnostic;
 use fencelint_ir::{
     AddrBase, Address, AddressRole, AsyncOp, Control, Function, Guard, Inst, InstId, InstKind,
-    Module, Name, Reg, Regs, SourceLocation, Tcgen05Op, ValueOp, WgmmaOp,
+    IntCompare, Module, Name, Reg, Regs, Relation, SourceLocation, Tcgen05Op, ValueOp, WgmmaOp,
 };
 pub use fencelint_sass::Arch;
 use fencelint_sass::{
@@ -682,7 +682,7 @@ fn lower_inst<'a>(
 
     set_addresses(func, out, operands);
     if let Some(rule) = meaning.and_then(|m| m.value) {
-        out.value = value_op(func, rule, operands);
+        out.value = value_op(func, rule, inst.opcode, operands);
     }
     set_control(func, out, inst, operands, meaning.is_some_and(|m| m.indirect))
 }
@@ -824,8 +824,14 @@ fn sum_value(func: &mut Lowering, terms: &[Operand<'_>]) -> Option<ValueOp> {
     Some(if offset == 0 { ValueOp::Copy(reg) } else { ValueOp::AddImm(reg, offset) })
 }
 
-fn value_op(func: &mut Lowering, rule: ValueRule, operands: &[Operand<'_>]) -> Option<ValueOp> {
+fn value_op(
+    func: &mut Lowering,
+    rule: ValueRule,
+    opcode: &str,
+    operands: &[Operand<'_>],
+) -> Option<ValueOp> {
     match rule {
+        ValueRule::Isetp => isetp_value(func, opcode, operands),
         ValueRule::Copy | ValueRule::Ldc => source_value(func, operands.get(1)?),
         ValueRule::ImadMov => {
             let zero = |o: &Operand<'_>| o.reg().is_some_and(|r| r.reg.is_zero());
@@ -850,6 +856,56 @@ fn value_op(func: &mut Lowering, rule: ValueRule, operands: &[Operand<'_>]) -> O
             if sources.len() == 2 { sum_value(func, sources) } else { None }
         }
     }
+}
+
+/// `ISETP.<relation>[.U32].AND Pd, PT, Ra, imm|RZ, PT`: `Pd` is `Ra <relation> imm`. Other
+/// forms (a second destination, a combining predicate other than `PT`, `.EX` 64-bit halves,
+/// two registers) give `None`.
+fn isetp_value(func: &mut Lowering, opcode: &str, operands: &[Operand<'_>]) -> Option<ValueOp> {
+    let mut words = opcode.split('.').skip(1);
+    let relation = match words.next()? {
+        "EQ" => Relation::Eq,
+        "NE" => Relation::Ne,
+        "LT" => Relation::Lt,
+        "LE" => Relation::Le,
+        "GT" => Relation::Gt,
+        "GE" => Relation::Ge,
+        _ => return None,
+    };
+    let mut signed = true;
+    let mut word = words.next()?;
+    if word == "U32" {
+        signed = false;
+        word = words.next()?;
+    }
+    if word != "AND" || words.next().is_some() {
+        return None;
+    }
+    let [_, second, a, b, combine] = operands else { return None };
+    let always = |o: &Operand<'_>| !o.invert && o.reg().is_some_and(|r| r.reg.is_true());
+    if !always(second) || !always(combine) {
+        return None;
+    }
+    let plain = |o: &Operand<'_>| !(o.neg || o.invert || o.abs);
+    if !plain(a) || !plain(b) {
+        return None;
+    }
+    let constant = |o: &Operand<'_>| match o.reg() {
+        Some(r) if r.reg.is_zero() => Some(0),
+        Some(_) => None,
+        None => o.imm(),
+    };
+    let register = |func: &mut Lowering, o: &Operand<'_>| match o.reg() {
+        Some(r) if !r.reg.is_special() && !is_predicate(r.reg) => func.reg(r.reg),
+        _ => None,
+    };
+    let mut compare = IntCompare { relation, signed, bits: 32 };
+    if let (Some(reg), Some(value)) = (register(func, a), constant(b)) {
+        return Some(ValueOp::Compare(compare, reg, value));
+    }
+    let (value, reg) = (constant(a)?, register(func, b)?);
+    compare.relation = relation.swapped();
+    Some(ValueOp::Compare(compare, reg, value))
 }
 
 /// The first instruction at or after `address`, if the function has one.

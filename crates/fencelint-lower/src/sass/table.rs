@@ -112,6 +112,8 @@ pub enum ValueRule {
     Add,
     /// `LDC Rd, c[0x0][0x210]`: the parameter in that constant-bank slot.
     Ldc,
+    /// `ISETP.NE.AND P0, PT, R2, RZ, PT`: a comparison of a register with a constant.
+    Isetp,
 }
 
 /// One row of the table.
@@ -502,6 +504,7 @@ fn meaning_of(class: Class, facts: &mut Facts<'_>) -> Result<Meaning, String> {
         Some("add3") => Some(ValueRule::Add3),
         Some("add") => Some(ValueRule::Add),
         Some("ldc") => Some(ValueRule::Ldc),
+        Some("isetp") => Some(ValueRule::Isetp),
         Some(other) => return Err(format!("unknown value rule `{other}`")),
     };
     let scoreboard = match facts.get("scoreboard") {

@@ -2,8 +2,8 @@
 //! disassemblers print).
 
 use fencelint_ir::{
-    AddrBase, AsyncOp, Barrier, Fence, FenceKind, Function, InstId, InstKind, MbarrierOp, Module,
-    Scope, Sem, Space, ValueOp,
+    AddrBase, AsyncOp, Barrier, Fence, FenceKind, Function, InstId, InstKind, IntCompare,
+    MbarrierOp, Module, Relation, Scope, Sem, Space, ValueOp,
 };
 use fencelint_sass::SassFormat;
 use fencelint_source::FileId;
@@ -183,6 +183,49 @@ fn moves_and_adds_are_followed() {
     assert_eq!(f.insts[6].value, Some(ValueOp::Imm(0x400)));
     assert_eq!(f.insts[7].value, Some(ValueOp::SymbolAddr("c[0x4][0x8]".into())));
     assert_eq!(f.insts[8].value, None);
+}
+
+#[test]
+fn comparisons_with_a_constant() {
+    let text = "
+		Function : k
+        /*0000*/                   ISETP.NE.AND P0, PT, R2, RZ, PT ;
+        /*0010*/                   ISETP.GE.U32.AND P1, PT, R3, 0x4, PT ;
+        /*0020*/                   ISETP.NE.AND P0, PT, RZ, UR4, PT ;
+        /*0030*/                   UISETP.LT.AND UP0, UPT, UR5, -0x1, UPT ;
+        /*0040*/                   ISETP.NE.AND P0, P1, R2, RZ, PT ;
+        /*0050*/                   ISETP.NE.AND P0, PT, R2, RZ, P2 ;
+        /*0060*/                   ISETP.NE.AND P0, PT, R2, RZ, !PT ;
+        /*0070*/                   ISETP.NE.OR P0, PT, R2, RZ, PT ;
+        /*0080*/                   ISETP.NE.AND.EX P0, PT, R3, RZ, PT, P0 ;
+        /*0090*/                   ISETP.NE.AND P0, PT, R2, R3, PT ;
+        /*00a0*/                   ISETP.NE.AND P0, PT, R2, c[0x0][0x160], PT ;
+        /*00b0*/                   ISETP.NE.AND P0, PT, -R2, RZ, PT ;
+		..........
+";
+    let modules = lower(text, SassFormat::CuobjdumpText);
+    let f = only_function(&modules);
+    let reg = |name: &str| fencelint_ir::Reg(f.regs.iter().position(|r| r == name).unwrap() as u32);
+    let compare = |relation, signed| IntCompare { relation, signed, bits: 32 };
+    assert_eq!(f.insts[0].value, Some(ValueOp::Compare(compare(Relation::Ne, true), reg("R2"), 0)));
+    assert_eq!(
+        f.insts[1].value,
+        Some(ValueOp::Compare(compare(Relation::Ge, false), reg("R3"), 4))
+    );
+    // The constant first: the relation is swapped (`0 != UR4` is `UR4 != 0`).
+    assert_eq!(
+        f.insts[2].value,
+        Some(ValueOp::Compare(compare(Relation::Ne, true), reg("UR4"), 0))
+    );
+    assert_eq!(
+        f.insts[3].value,
+        Some(ValueOp::Compare(compare(Relation::Lt, true), reg("UR5"), -1))
+    );
+    // A second destination, a combining predicate, `OR`, `.EX`, two registers, a constant-bank
+    // operand, a negated source: not a plain comparison with a constant.
+    for inst in &f.insts[4..] {
+        assert_eq!(inst.value, None, "{}", inst.opcode);
+    }
 }
 
 #[test]

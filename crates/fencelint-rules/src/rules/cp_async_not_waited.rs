@@ -210,7 +210,7 @@ fn thread_terms(
             None if matches!(inst.kind, InstKind::Move) && inst.opcode.starts_with("add.") => {
                 work.extend(inst.uses.iter().map(|&r| (*def, r)));
             }
-            None => {
+            Some(ValueOp::Compare(..)) | None => {
                 if depends_on_thread_index(analysis, *def)? {
                     terms.insert(analysis.value_number(at, reg));
                 }

@@ -1,0 +1,156 @@
+//! `FunctionAnalysis::forced_successor` and the forward walks on hand-written PTX: a block that
+//! compares a register with a constant and branches on it goes one way only when it is entered
+//! from a block that last set that register to a constant; anything less certain keeps both ways.
+
+use fencelint_cfg::{BlockId, FunctionAnalysis};
+use fencelint_ir::Function;
+use fencelint_linter::InputKind;
+use fencelint_source::FileId;
+
+/// Lowers one kernel whose body is `body` (registers `%p<4>`, `%r<40>`, `%f<4>`).
+fn kernel(body: &str) -> Function {
+    let text = format!(
+        ".version 8.5\n.target sm_80\n.address_size 64\n\
+         .visible .entry k(.param .u32 n)\n{{\n\
+         .reg .pred %p<4>;\n.reg .b32 %r<40>;\n.reg .f32 %f<4>;\n\
+         .shared .align 16 .b8 buf[4096];\n{body}\nret;\n}}\n"
+    );
+    let lowered = fencelint_lower::lower(FileId(0), &text, InputKind::Ptx, 0);
+    assert!(lowered.diagnostics.is_empty(), "{:?}", lowered.diagnostics);
+    lowered.modules.into_iter().next().unwrap().functions.into_iter().next().unwrap()
+}
+
+/// The block that starts with the instruction after label `name`.
+fn block_at(analysis: &FunctionAnalysis<'_>, text: &str, name: &str) -> BlockId {
+    // Labels are not instructions: count the instructions before the label's line.
+    let before = text
+        .lines()
+        .take_while(|line| line.trim() != format!("{name}:"))
+        .filter(|line| {
+            let line = line.trim();
+            !line.is_empty() && !line.ends_with(':')
+        })
+        .count();
+    analysis.cfg.block_of(fencelint_ir::InstId(before as u32))
+}
+
+/// `pred` sets `%r5` (the line `set`), then branches to `$L_foot` when `%p1`; the foot tests
+/// `%r5` with `test` and branches back to `$L_top` when the test holds.
+fn foot(set: &str, test: &str, branch: &str) -> String {
+    format!(
+        "ld.param.u32 %r1, [n];\n$L_top:\nadd.s32 %r1, %r1, 1;\nsetp.eq.s32 %p1, %r1, 9;\n\
+         {set}\n@%p1 bra $L_foot;\nst.shared.u32 [buf], %r1;\nmov.u32 %r5, %r1;\n\
+         $L_foot:\n{test}\n{branch} bra $L_top;\n$L_out:\nst.shared.u32 [buf+4], %r1;"
+    )
+}
+
+/// What `forced_successor` says for the edge from the block with `set` to the foot: `Some(true)`
+/// back to the top, `Some(false)` out of the loop, `None` both.
+fn decided(set: &str, test: &str, branch: &str) -> Option<bool> {
+    let body = foot(set, test, branch);
+    let func = kernel(&body);
+    let analysis = FunctionAnalysis::new(&func);
+    let top = block_at(&analysis, &body, "$L_top");
+    let foot = block_at(&analysis, &body, "$L_foot");
+    let out = block_at(&analysis, &body, "$L_out");
+    // The block that sets %r5 and branches to the foot is the loop's top block.
+    let forced = analysis.forced_successor(top, foot);
+    // The other predecessor copies a register: never decided.
+    let other = BlockId(foot.0 - 1);
+    assert_eq!(analysis.forced_successor(other, foot), None, "{body}");
+    forced.map(|to| {
+        assert!(to == top || to == out, "{body}");
+        to == top
+    })
+}
+
+#[test]
+fn a_constant_on_the_edge_decides_the_branch() {
+    let test = "setp.ne.s32 %p2, %r5, 0;";
+    assert_eq!(decided("mov.u32 %r5, 0;", test, "@%p2"), Some(false));
+    assert_eq!(decided("mov.u32 %r5, 3;", test, "@%p2"), Some(true));
+    assert_eq!(decided("mov.u32 %r5, 0;", test, "@!%p2"), Some(true));
+    // The operands in the other order.
+    assert_eq!(decided("mov.u32 %r5, 0;", "setp.ne.s32 %p2, 0, %r5;", "@%p2"), Some(false));
+    assert_eq!(decided("mov.u32 %r5, 2;", "setp.gt.s32 %p2, 5, %r5;", "@%p2"), Some(true));
+    // Signed and unsigned readings of -1, and 32-bit wrap-around.
+    assert_eq!(decided("mov.u32 %r5, -1;", "setp.lt.s32 %p2, %r5, 4;", "@%p2"), Some(true));
+    assert_eq!(decided("mov.u32 %r5, -1;", "setp.lt.u32 %p2, %r5, 4;", "@%p2"), Some(false));
+    assert_eq!(decided("mov.u32 %r5, -1;", "setp.hs.u32 %p2, %r5, 4;", "@%p2"), Some(true));
+    assert_eq!(
+        decided("mov.u32 %r5, 4294967295;", "setp.eq.s32 %p2, %r5, -1;", "@%p2"),
+        Some(true)
+    );
+    assert_eq!(decided("mov.u32 %r5, 7;", "setp.eq.b32 %p2, %r5, 7;", "@%p2"), Some(true));
+}
+
+#[test]
+fn anything_less_certain_keeps_both_ways() {
+    let test = "setp.ne.s32 %p2, %r5, 0;";
+    // Not a constant, a guarded move, a move of something else into the register.
+    assert_eq!(decided("add.s32 %r5, %r1, 1;", test, "@%p2"), None);
+    assert_eq!(decided("@%p1 mov.u32 %r5, 0;", test, "@%p2"), None);
+    assert_eq!(decided("mov.u32 %r5, %r1;", test, "@%p2"), None);
+    // The constant is overwritten later in the same block.
+    assert_eq!(decided("mov.u32 %r5, 0;\nadd.s32 %r5, %r5, %r1;", test, "@%p2"), None);
+    // The foot writes the register before comparing it.
+    assert_eq!(
+        decided("mov.u32 %r5, 0;", "add.s32 %r5, %r5, %r1;\nsetp.ne.s32 %p2, %r5, 0;", "@%p2"),
+        None
+    );
+    // A comparison combined with another predicate, a floating-point one, one of two registers.
+    assert_eq!(decided("mov.u32 %r5, 0;", "setp.ne.and.s32 %p2, %r5, 0, %p1;", "@%p2"), None);
+    assert_eq!(
+        decided("mov.f32 %f1, 0f00000000;", "setp.ne.f32 %p2, %f1, 0f00000000;", "@%p2"),
+        None
+    );
+    assert_eq!(decided("mov.u32 %r5, 0;", "setp.ne.s32 %p2, %r5, %r1;", "@%p2"), None);
+    // The predicate is written again after the comparison.
+    assert_eq!(
+        decided("mov.u32 %r5, 0;", "setp.ne.s32 %p2, %r5, 0;\nsetp.eq.s32 %p2, %r1, 3;", "@%p2"),
+        None
+    );
+    // Bit types have no ordered comparisons.
+    assert_eq!(decided("mov.u32 %r5, 0;", "setp.lt.b32 %p2, %r5, 1;", "@%p2"), None);
+}
+
+#[test]
+fn forward_walks_do_not_take_a_decided_branch() {
+    // Past the store at the top, the loop's exit path sets %r5 to 0 and reaches the foot,
+    // which then does not branch back: the walk from the first store reaches the store after
+    // the loop, and reaches the first store again only through the other predecessor.
+    let reached = |set: &str| {
+        let body = foot(set, "setp.ne.s32 %p2, %r5, 0;", "@%p2");
+        let func = kernel(&body);
+        let analysis = FunctionAnalysis::new(&func);
+        let stores: Vec<_> =
+            func.ids().filter(|&id| func.inst(id).opcode.starts_with("st.shared")).collect();
+        let mut seen = Vec::new();
+        // Start at the `add` of the top block, so the walk leaves the top block through its
+        // branch to the foot and through its fall-through.
+        let start = analysis.cfg.block(block_at(&analysis, &body, "$L_top")).first();
+        analysis.walk_forward(start, (), |id, ()| {
+            seen.push(id);
+            Some(())
+        });
+        stores.iter().map(|s| seen.contains(s)).collect::<Vec<_>>()
+    };
+    // Both stores are reached either way (the fall-through path copies %r1 into %r5).
+    assert_eq!(reached("mov.u32 %r5, 0;"), [true, true]);
+    // With only the decided edge into the foot, the store inside the loop is not reached.
+    let body = "ld.param.u32 %r1, [n];\nmov.u32 %r5, 1;\n$L_top:\nst.shared.u32 [buf], %r1;\n\
+                setp.eq.s32 %p1, %r1, 9;\nmov.u32 %r5, 0;\n@%p1 bra $L_foot;\n\
+                add.s32 %r1, %r1, 1;\nmov.u32 %r5, 0;\n\
+                $L_foot:\nsetp.ne.s32 %p2, %r5, 0;\n@%p2 bra $L_top;\nst.shared.u32 [buf+4], %r1;";
+    let func = kernel(body);
+    let analysis = FunctionAnalysis::new(&func);
+    let stores: Vec<_> =
+        func.ids().filter(|&id| func.inst(id).opcode.starts_with("st.shared")).collect();
+    let mut seen = Vec::new();
+    analysis.walk_forward(stores[0], (), |id, ()| {
+        seen.push(id);
+        Some(())
+    });
+    assert!(!seen.contains(&stores[0]), "the loop's store is reached again: {seen:?}");
+    assert!(seen.contains(&stores[1]));
+}
