@@ -154,3 +154,43 @@ fn forward_walks_do_not_take_a_decided_branch() {
     assert!(!seen.contains(&stores[0]), "the loop's store is reached again: {seen:?}");
     assert!(seen.contains(&stores[1]));
 }
+
+/// The loop's foot of `cp_async_ring_drained_between_slices` in the compiled SASS (sm_80,
+/// cuobjdump): `UMOV UR4, URZ` on the "no slice left" edge, then `ISETP.NE.AND P0, PT, RZ, UR4,
+/// PT; @P0 BRA` back to the loop. That edge decides the branch; the loop's own edge does not.
+#[test]
+fn the_compiled_sass_loop_foot_is_decided_by_the_exit_edge() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/compiled/sm_80/cp_async.cuobjdump.sass");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let kind = InputKind::Sass(fencelint_sass::SassFormat::CuobjdumpText);
+    let lowered = fencelint_lower::lower(FileId(0), &text, kind, 0);
+    let func = lowered
+        .modules
+        .iter()
+        .flat_map(|m| &m.functions)
+        .find(|f| f.name == "cp_async_ring_drained_between_slices")
+        .expect("the kernel is in the listing");
+    let analysis = FunctionAnalysis::new(func);
+    let cfg = &analysis.cfg;
+    let mut decided = Vec::new();
+    for block in cfg.block_ids() {
+        for pred in cfg.predecessors(block) {
+            if let Some(to) = analysis.forced_successor(pred, block) {
+                decided.push((pred, block, to));
+            }
+        }
+    }
+    let [(pred, foot, to)] = decided.as_slice() else { panic!("decided edges: {decided:?}") };
+    let first = |b: BlockId| func.inst(cfg.block(b).first()).opcode.to_string();
+    let last = |b: BlockId| func.inst(cfg.block(b).last()).opcode.to_string();
+    assert!(first(*foot).starts_with("ISETP.NE.AND"), "{}", first(*foot));
+    assert_eq!(last(*foot), "BRA");
+    assert_eq!(first(*to), "EXIT");
+    assert!(
+        cfg.block(*pred).ids().any(|id| func.inst(id).opcode == "UMOV"),
+        "the deciding edge comes from the block that clears UR4"
+    );
+    // The loop's own edge into the foot stays undecided.
+    assert!(cfg.predecessors(*foot).count() >= 2);
+}
