@@ -155,7 +155,7 @@ fn forward_walks_do_not_take_a_decided_branch() {
     assert!(seen.contains(&stores[1]));
 }
 
-/// The loop's foot of `cp_async_ring_drained_between_slices` in the compiled SASS (sm_80,
+/// The loop's foot of `cp_async_ring_drained_between_slices` in the compiled SASS (`sm_80`,
 /// cuobjdump): `UMOV UR4, URZ` on the "no slice left" edge, then `ISETP.NE.AND P0, PT, RZ, UR4,
 /// PT; @P0 BRA` back to the loop. That edge decides the branch; the loop's own edge does not.
 #[test]
