@@ -137,9 +137,8 @@ impl FunctionAnalysis<'_> {
                         mapped,
                     };
                 }
-                Some(ValueOp::Compare(..)) | None => {
-                    return AddrKey { root: AddrRoot::Def(def), offset, mapped };
-                }
+                // No value op, or a predicate: the address starts at this definition.
+                _ => return AddrKey { root: AddrRoot::Def(def), offset, mapped },
             }
         }
         self.mark_incomplete();

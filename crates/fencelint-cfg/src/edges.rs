@@ -48,25 +48,9 @@ impl FunctionAnalysis<'_> {
 
 fn decider_of(analysis: &FunctionAnalysis<'_>, block: BlockId) -> Option<Decider> {
     let func = analysis.func;
-    let cfg = &analysis.cfg;
-    let range = &cfg.block(block).insts;
-    if range.is_empty() {
-        return None;
-    }
-    let last = cfg.block(block).last();
-    let branch = func.inst(last);
-    let guard = branch.guard?;
-    let control = &branch.control;
-    let [target] = control.targets.as_slice() else { return None };
-    if control.indirect || control.exits || !control.falls_through {
-        return None;
-    }
-    let taken = cfg.block_of(*target);
-    let not_taken = BlockId(block.0 + 1);
-    let successors = cfg.successor_slice(block);
-    if taken == not_taken || !successors.contains(&taken) || !successors.contains(&not_taken) {
-        return None;
-    }
+    let branch = analysis.cond_branch(block)?;
+    let (guard, last) = (branch.guard, branch.inst);
+    let range = &analysis.cfg.block(block).insts;
     // The last write of the guard before the branch: an unguarded comparison with a constant.
     let setp = (range.start..last.0)
         .rev()
@@ -81,7 +65,14 @@ fn decider_of(analysis: &FunctionAnalysis<'_>, block: BlockId) -> Option<Decider
     if (range.start..setp.0).any(|i| func.inst(InstId(i)).defs.contains(&reg)) {
         return None;
     }
-    Some(Decider { reg, compare, constant, negated: guard.negated, taken, not_taken })
+    Some(Decider {
+        reg,
+        compare,
+        constant,
+        negated: guard.negated,
+        taken: branch.taken,
+        not_taken: branch.not_taken,
+    })
 }
 
 /// The constant that `block` leaves in `reg`: its last write of `reg` is an unguarded move of a

@@ -13,6 +13,7 @@ mod dominators;
 mod edges;
 mod loops;
 mod object;
+mod outcomes;
 mod values;
 mod walk;
 
@@ -22,6 +23,7 @@ pub use dataflow::{Point, Reach};
 pub use dominators::DomTree;
 pub use loops::Loop;
 pub use object::AddrSum;
+pub use outcomes::Outcomes;
 pub use values::ValueNumber;
 
 use std::cell::{Cell, OnceCell, RefCell, RefMut};
@@ -93,6 +95,8 @@ pub struct FunctionAnalysis<'f> {
     /// For each block, the branch that ends it when an entering edge can decide it
     /// ([`FunctionAnalysis::forced_successor`]).
     deciders: OnceCell<Vec<Option<edges::Decider>>>,
+    /// The predicate values walks learn from the branches they pass ([`Outcomes`]).
+    outcomes: OnceCell<outcomes::OutcomeInfo>,
     incomplete: Cell<bool>,
 }
 
@@ -197,6 +201,7 @@ impl<'f> FunctionAnalysis<'f> {
             block_defs: OnceCell::new(),
             deciding: RefCell::new(FxHashMap::default()),
             deciders: OnceCell::new(),
+            outcomes: OnceCell::new(),
             incomplete: Cell::new(false),
         }
     }

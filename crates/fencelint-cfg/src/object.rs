@@ -79,7 +79,13 @@ impl FunctionAnalysis<'_> {
                 }
                 found
             }
-            Some(ValueOp::Compare(..)) | None => None,
+            Some(
+                ValueOp::Compare(..)
+                | ValueOp::PredAnd(..)
+                | ValueOp::PredOr(..)
+                | ValueOp::PredNot(_),
+            )
+            | None => None,
         }
     }
 }
@@ -155,7 +161,13 @@ impl FunctionAnalysis<'_> {
                         {
                             work.extend(inst.uses.iter().map(|&r| (*def, r)));
                         }
-                        Some(ValueOp::Compare(..)) | None => sum.terms.push(AddrRoot::Def(*def)),
+                        Some(
+                            ValueOp::Compare(..)
+                            | ValueOp::PredAnd(..)
+                            | ValueOp::PredOr(..)
+                            | ValueOp::PredNot(_),
+                        )
+                        | None => sum.terms.push(AddrRoot::Def(*def)),
                     }
                 }
             }

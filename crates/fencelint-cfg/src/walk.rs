@@ -3,9 +3,18 @@
 
 use std::collections::BTreeSet;
 
+use rustc_hash::FxHashMap;
+
 use fencelint_ir::InstId;
 
-use crate::{BlockId, FunctionAnalysis};
+use crate::{BlockId, FunctionAnalysis, Outcomes};
+
+/// A block to walk: where to start in it (after this instruction), the successor its entering
+/// edge forces, the outcomes its path learned, and the state.
+type Pending<S> = (BlockId, Option<InstId>, Option<BlockId>, Outcomes, S);
+
+/// The most sets of learned branch outcomes one walk enters a block with.
+const MAX_OUTCOME_SETS: usize = 32;
 
 impl FunctionAnalysis<'_> {
     /// Walks every path that starts just after `from`, carrying a state that starts as `init`.
@@ -31,17 +40,45 @@ impl FunctionAnalysis<'_> {
         &self,
         from: InstId,
         init: S,
-        mut step: impl FnMut(InstId, S) -> Option<S>,
+        step: impl FnMut(InstId, S) -> Option<S>,
         follow: impl Fn(BlockId, BlockId) -> bool,
     ) {
+        self.walk(from, init, step, follow, false);
+    }
+
+    /// [`walk_forward`](Self::walk_forward) that also remembers the outcome of each branch it
+    /// passes ([`Outcomes`]) and follows a later branch that those outcomes decide only the
+    /// way it goes. It walks a block once per set of outcomes its paths bring (up to 32), so it
+    /// costs more: rules run it to confirm what the plain walk found.
+    pub fn walk_forward_learning<S: Copy + Ord>(
+        &self,
+        from: InstId,
+        init: S,
+        step: impl FnMut(InstId, S) -> Option<S>,
+    ) {
+        self.walk(from, init, step, |_, _| true, true);
+    }
+
+    fn walk<S: Copy + Ord>(
+        &self,
+        from: InstId,
+        init: S,
+        mut step: impl FnMut(InstId, S) -> Option<S>,
+        follow: impl Fn(BlockId, BlockId) -> bool,
+        learning: bool,
+    ) {
         let cfg = &self.cfg;
-        // A block is walked once per state and per successor its entering edge forces
-        // ([`FunctionAnalysis::forced_successor`]).
-        let mut seen: BTreeSet<(BlockId, Option<BlockId>, S)> = BTreeSet::new();
-        let mut work: Vec<(BlockId, Option<InstId>, Option<BlockId>, S)> =
-            vec![(cfg.block_of(from), Some(from), None, init)];
+        let learn = learning && self.learns_outcomes();
+        // A block is walked once per state, per successor its entering edge forces
+        // ([`FunctionAnalysis::forced_successor`]) and, when learning, per set of branch
+        // outcomes its path learned ([`Outcomes`]; past `MAX_OUTCOME_SETS` sets at one block,
+        // it is entered with none).
+        let mut seen: BTreeSet<(BlockId, Option<BlockId>, Outcomes, S)> = BTreeSet::new();
+        let mut outcome_sets: FxHashMap<BlockId, usize> = FxHashMap::default();
+        let mut work: Vec<Pending<S>> =
+            vec![(cfg.block_of(from), Some(from), None, Outcomes::default(), init)];
         let mut steps = 0usize;
-        while let Some((block, after, forced, entry_state)) = work.pop() {
+        while let Some((block, after, forced, outcomes, entry_state)) = work.pop() {
             let mut state = Some(entry_state);
             for id in cfg.block(block).ids() {
                 if after.is_some_and(|a| id <= a) {
@@ -56,13 +93,28 @@ impl FunctionAnalysis<'_> {
                 return;
             }
             let Some(exit_state) = state else { continue };
+            let decided = forced.or_else(|| self.decided_by_outcomes(block, &outcomes));
             for succ in cfg.successors(block) {
-                if forced.is_some_and(|only| only != succ) || !follow(block, succ) {
+                if decided.is_some_and(|only| only != succ) || !follow(block, succ) {
                     continue;
                 }
                 let next = self.forced_successor(block, succ);
-                if seen.insert((succ, next, exit_state)) {
-                    work.push((succ, None, next, exit_state));
+                let mut learned = Outcomes::default();
+                // Going back in text order may run an instruction again: forget.
+                if learn && succ.0 > block.0 {
+                    learned = outcomes.clone();
+                    self.learn_edge(block, succ, &mut learned);
+                    if !learned.is_empty() {
+                        let sets = outcome_sets.entry(succ).or_default();
+                        if *sets >= MAX_OUTCOME_SETS {
+                            learned.clear();
+                        } else if !seen.contains(&(succ, next, learned.clone(), exit_state)) {
+                            *sets += 1;
+                        }
+                    }
+                }
+                if seen.insert((succ, next, learned.clone(), exit_state)) {
+                    work.push((succ, None, next, learned, exit_state));
                 }
             }
         }

@@ -152,6 +152,11 @@ pub enum ValueOp {
     /// SASS `ISETP.NE.AND P0, PT, R2, RZ, PT`. Lets a walk tell which way a branch goes on an
     /// edge where the register is a known constant.
     Compare(IntCompare, Reg, i64),
+    /// Predicate logic: PTX `and.pred`, `or.pred`, `not.pred`. Lets a walk that knows a
+    /// combined predicate's outcome tell the outcome of its parts.
+    PredAnd(Reg, Reg),
+    PredOr(Reg, Reg),
+    PredNot(Reg),
 }
 
 /// An integer comparison: the relation, whether it is signed, and the operand width.

@@ -194,3 +194,68 @@ fn the_compiled_sass_loop_foot_is_decided_by_the_exit_edge() {
     // The loop's own edge into the foot stays undecided.
     assert!(cfg.predecessors(*foot).count() >= 2);
 }
+
+/// Whether a walk from the first `st.shared` reaches the last one without passing the other
+/// stores (each ends the path), with and without remembering branch outcomes.
+fn reaches_end(body: &str) -> (bool, bool) {
+    let func = kernel(body);
+    let analysis = FunctionAnalysis::new(&func);
+    let stores: Vec<_> =
+        func.ids().filter(|&id| func.inst(id).opcode.starts_with("st.shared")).collect();
+    let (start, end) = (stores[0], *stores.last().unwrap());
+    let run = |learning: bool| {
+        let mut reached = false;
+        let step = |id, ()| {
+            if id == end {
+                reached = true;
+            }
+            (!stores.contains(&id) || id == end).then_some(())
+        };
+        if learning {
+            analysis.walk_forward_learning(start, (), step);
+        } else {
+            analysis.walk_forward(start, (), step);
+        }
+        reached
+    };
+    (run(false), run(true))
+}
+
+/// `if (a < 1 && b < 1) leave; if (a >= 1) first; if (b >= 1) second; end`: `end` comes only
+/// after `first` or `second`. `test` recomputes or reuses the value of `b < 1`.
+fn two_optional_parts(test: &str) -> String {
+    format!(
+        "ld.param.u32 %r1, [n];\nadd.s32 %r2, %r1, 7;\nst.shared.u32 [buf], %r1;\n\
+         setp.lt.s32 %p1, %r1, 1;\nsetp.lt.s32 %p2, %r2, 1;\nand.pred %p3, %p1, %p2;\n\
+         @%p3 bra $L_exit;\n@%p1 bra $L_second;\nst.shared.u32 [buf+4], %r1;\n\
+         $L_second:\n{test}\nst.shared.u32 [buf+8], %r1;\n$L_end:\nst.shared.u32 [buf+12], %r1;\n\
+         $L_exit:"
+    )
+}
+
+#[test]
+fn a_learned_outcome_decides_a_later_test_of_the_same_value() {
+    // Recomputed (`%p4` is `%p2` again) and reused.
+    let recomputed = two_optional_parts("setp.lt.s32 %p0, %r2, 1;\n@%p0 bra $L_end;");
+    assert_eq!(reaches_end(&recomputed), (true, false));
+    let reused = two_optional_parts("@%p2 bra $L_end;");
+    assert_eq!(reaches_end(&reused), (true, false));
+    // `or.pred` and `not.pred`: `!(a >= 1 || b >= 1)` leaves early.
+    let ors = "ld.param.u32 %r1, [n];\nadd.s32 %r2, %r1, 7;\nst.shared.u32 [buf], %r1;\n\
+               setp.ge.s32 %p1, %r1, 1;\nsetp.ge.s32 %p2, %r2, 1;\nor.pred %p3, %p1, %p2;\n\
+               not.pred %p0, %p3;\n@%p0 bra $L_exit;\n@!%p1 bra $L_second;\n\
+               st.shared.u32 [buf+4], %r1;\n$L_second:\n@!%p2 bra $L_end;\n\
+               st.shared.u32 [buf+8], %r1;\n$L_end:\nst.shared.u32 [buf+12], %r1;\n$L_exit:";
+    assert_eq!(reaches_end(ors), (true, false));
+}
+
+#[test]
+fn outcomes_that_prove_nothing_keep_the_path() {
+    // The later test reads another value.
+    let other = two_optional_parts("setp.lt.s32 %p0, %r1, 2;\n@%p0 bra $L_end;");
+    assert_eq!(reaches_end(&other), (true, true));
+    // The tested register changes before the second test.
+    let changed =
+        two_optional_parts("add.s32 %r2, %r2, 1;\nsetp.lt.s32 %p0, %r2, 1;\n@%p0 bra $L_end;");
+    assert_eq!(reaches_end(&changed), (true, true));
+}

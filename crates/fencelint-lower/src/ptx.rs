@@ -438,6 +438,17 @@ fn value_op(
             }
         }
         "mapa" => reg_of(func, src).map(ValueOp::Mapa),
+        "and" | "or" if instruction.modifiers() == ["pred"] && ops.len() == 3 => {
+            let (a, b) = (reg_of(func, src)?, reg_of(func, ops.get(2)?)?);
+            Some(if instruction.mnemonic() == "and" {
+                ValueOp::PredAnd(a, b)
+            } else {
+                ValueOp::PredOr(a, b)
+            })
+        }
+        "not" if instruction.modifiers() == ["pred"] && ops.len() == 2 => {
+            reg_of(func, src).map(ValueOp::PredNot)
+        }
         "setp" => {
             // Only `setp.<cmp>.<type> p, a, b` (no combining predicate, no second destination).
             let [relation, ty] = instruction.modifiers() else { return None };

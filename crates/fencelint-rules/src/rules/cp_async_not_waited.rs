@@ -97,15 +97,33 @@ struct Finding {
     hazard: Hazard,
 }
 
+/// The first read that the copy reaches unordered, on a path that the plain walk finds and the
+/// walk that remembers branch outcomes confirms (`walk_forward_learning`: a path through two
+/// contradicting tests of one predicate is not taken).
 fn first_unordered_read(
     analysis: &FunctionAnalysis<'_>,
     copy: &AsyncCopy,
     copies: &[AsyncCopy],
 ) -> Option<Finding> {
+    let found = unordered_reads(analysis, copy, copies, false);
+    if found.is_empty() {
+        return None;
+    }
+    let found = unordered_reads(analysis, copy, copies, true);
+    let (&read, &hazard) = found.iter().next()?;
+    Some(Finding { read, copy: copy.id, hazard })
+}
+
+fn unordered_reads(
+    analysis: &FunctionAnalysis<'_>,
+    copy: &AsyncCopy,
+    copies: &[AsyncCopy],
+    learning: bool,
+) -> BTreeMap<InstId, Hazard> {
     let func = analysis.func;
     let mut found: BTreeMap<InstId, Hazard> = BTreeMap::new();
     let start = Progress { groups: 0, waited: None };
-    analysis.walk_forward(copy.id, start, |id, state| {
+    let step = |id: InstId, state: Progress| {
         let inst = func.inst(id);
         match &inst.kind {
             InstKind::Async(AsyncOp::CpAsyncCommit) => {
@@ -135,9 +153,13 @@ fn first_unordered_read(
             }
             _ => Some(state),
         }
-    });
-    let (&read, &hazard) = found.iter().next()?;
-    Some(Finding { read, copy: copy.id, hazard })
+    };
+    if learning {
+        analysis.walk_forward_learning(copy.id, start, step);
+    } else {
+        analysis.walk_forward(copy.id, start, step);
+    }
+    found
 }
 
 fn classify_read(
@@ -210,7 +232,8 @@ fn thread_terms(
             None if matches!(inst.kind, InstKind::Move) && inst.opcode.starts_with("add.") => {
                 work.extend(inst.uses.iter().map(|&r| (*def, r)));
             }
-            Some(ValueOp::Compare(..)) | None => {
+            // No value op, or a predicate.
+            _ => {
                 if depends_on_thread_index(analysis, *def)? {
                     terms.insert(analysis.value_number(at, reg));
                 }

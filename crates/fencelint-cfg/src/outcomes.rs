@@ -1,0 +1,257 @@
+//! Branch outcomes that a path has learned, and the later branches they decide.
+//!
+//! ```text
+//!     setp.lt.s32 %p37, %r46, 1;
+//!     setp.lt.s32 %p36, %r47, 1;
+//!     and.pred %p38, %p37, %p36;
+//!     @%p38 bra $L_nothing_to_do;     // not taken: not (p37 and p36)
+//!     ...
+//!     @%p37 bra $L_second_loop;       // taken: p37, so p36 is false
+//! $L_second_loop:
+//!     setp.lt.s32 %p410, %r47, 1;     // the value of p36 again
+//!     @%p410 bra $L_epilogue;         // never taken on this path
+//! ```
+//!
+//! A path that passes a conditional branch knows the value of its predicate on that path. Values
+//! are named by value number ([`ValueNumber`]), so a predicate computed again the same way is the
+//! same value, and `and.pred`, `or.pred` and `not.pred` pass what is known to their parts and
+//! back. Only values that decide something later are kept: those that two places of the function
+//! test (two branches, or a branch and a part of a combined predicate), and the combinations of
+//! such values.
+//!
+//! Values may differ between two executions of one instruction, so a path forgets everything it
+//! learned when it goes back in text order (every cycle of the graph has such an edge).
+
+use rustc_hash::{FxHashMap, FxHashSet};
+use smallvec::SmallVec;
+
+use fencelint_ir::{InstId, Reg, ValueOp};
+
+use crate::{BlockId, FunctionAnalysis, ValueNumber};
+
+/// Outcomes kept on one path at most; later ones are not learned.
+const MAX_OUTCOMES: usize = 8;
+
+/// How deep a combined predicate is taken apart.
+const MAX_DEPTH: usize = 4;
+
+/// Predicate values one path has learned, sorted by value number.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Outcomes(SmallVec<[(ValueNumber, bool); 4]>);
+
+impl Outcomes {
+    pub fn get(&self, value: ValueNumber) -> Option<bool> {
+        self.0.binary_search_by_key(&value, |&(v, _)| v).ok().map(|at| self.0[at].1)
+    }
+
+    /// Records `value = truth`; `false` when it was known already or there is no room.
+    fn insert(&mut self, value: ValueNumber, truth: bool) -> bool {
+        match self.0.binary_search_by_key(&value, |&(v, _)| v) {
+            Ok(_) => false,
+            Err(at) if self.0.len() < MAX_OUTCOMES => {
+                self.0.insert(at, (value, truth));
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Logic {
+    And,
+    Or,
+    Not,
+}
+
+/// What one function's walks may learn: the values worth keeping and how combined predicates
+/// are made of them.
+#[derive(Default)]
+pub(crate) struct OutcomeInfo {
+    useful: FxHashSet<ValueNumber>,
+    parts: FxHashMap<ValueNumber, (Logic, ValueNumber, ValueNumber)>,
+}
+
+/// A conditional branch that ends a block, with its two successors.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CondBranch {
+    pub(crate) inst: InstId,
+    pub(crate) guard: fencelint_ir::Guard,
+    pub(crate) taken: BlockId,
+    pub(crate) not_taken: BlockId,
+}
+
+impl FunctionAnalysis<'_> {
+    /// The conditional branch that ends `block`: one target, a fall-through, a guard, and two
+    /// different successors.
+    pub(crate) fn cond_branch(&self, block: BlockId) -> Option<CondBranch> {
+        let cfg = &self.cfg;
+        if cfg.block(block).insts.is_empty() {
+            return None;
+        }
+        let inst = cfg.block(block).last();
+        let branch = self.func.inst(inst);
+        let guard = branch.guard?;
+        let control = &branch.control;
+        let [target] = control.targets.as_slice() else { return None };
+        if control.indirect || control.exits || !control.falls_through {
+            return None;
+        }
+        let taken = cfg.block_of(*target);
+        let not_taken = BlockId(block.0 + 1);
+        let successors = cfg.successor_slice(block);
+        if taken == not_taken || !successors.contains(&taken) || !successors.contains(&not_taken) {
+            return None;
+        }
+        Some(CondBranch { inst, guard, taken, not_taken })
+    }
+
+    /// Whether walks can learn anything in this function.
+    pub(crate) fn learns_outcomes(&self) -> bool {
+        !self.outcome_info().useful.is_empty()
+    }
+
+    /// The successor of `block` that `outcomes` decide, if they know its branch's predicate.
+    pub(crate) fn decided_by_outcomes(
+        &self,
+        block: BlockId,
+        outcomes: &Outcomes,
+    ) -> Option<BlockId> {
+        if outcomes.is_empty() {
+            return None;
+        }
+        let branch = self.cond_branch(block)?;
+        let value = self.value_number(branch.inst, branch.guard.reg);
+        let holds = outcomes.get(value)?;
+        Some(if holds == branch.guard.negated { branch.not_taken } else { branch.taken })
+    }
+
+    /// Adds to `outcomes` what following the edge from `block` to `succ` teaches: the value of
+    /// the predicate of the branch that ends `block`, and what follows from it.
+    pub(crate) fn learn_edge(&self, block: BlockId, succ: BlockId, outcomes: &mut Outcomes) {
+        let Some(branch) = self.cond_branch(block) else { return };
+        let info = self.outcome_info();
+        let value = self.value_number(branch.inst, branch.guard.reg);
+        if !info.useful.contains(&value) {
+            return;
+        }
+        let taken = succ == branch.taken;
+        if outcomes.insert(value, taken != branch.guard.negated) {
+            close(info, outcomes);
+        }
+    }
+
+    fn outcome_info(&self) -> &OutcomeInfo {
+        self.outcomes.get_or_init(|| {
+            let mut count: FxHashMap<ValueNumber, u32> = FxHashMap::default();
+            let mut info = OutcomeInfo::default();
+            for block in self.cfg.block_ids() {
+                if let Some(branch) = self.cond_branch(block) {
+                    self.take_apart(branch.inst, branch.guard.reg, 0, &mut count, &mut info);
+                }
+            }
+            info.useful = count.iter().filter(|&(_, &n)| n >= 2).map(|(&v, _)| v).collect();
+            if info.useful.is_empty() {
+                info.parts.clear();
+                return info;
+            }
+            // A combination is useful when a part of it is.
+            loop {
+                let more: Vec<ValueNumber> = info
+                    .parts
+                    .iter()
+                    .filter(|&(v, &(_, a, b))| {
+                        !info.useful.contains(v)
+                            && (info.useful.contains(&a) || info.useful.contains(&b))
+                    })
+                    .map(|(&v, _)| v)
+                    .collect();
+                if more.is_empty() {
+                    break;
+                }
+                info.useful.extend(more);
+            }
+            info
+        })
+    }
+
+    /// Counts the value of `reg` read at `at`, and the parts of a combined predicate.
+    fn take_apart(
+        &self,
+        at: InstId,
+        reg: Reg,
+        depth: usize,
+        count: &mut FxHashMap<ValueNumber, u32>,
+        info: &mut OutcomeInfo,
+    ) {
+        let value = self.value_number(at, reg);
+        *count.entry(value).or_default() += 1;
+        if depth >= MAX_DEPTH || info.parts.contains_key(&value) {
+            return;
+        }
+        let reach = self.reaching_defs(at, reg);
+        let [def] = reach.defs.as_slice() else { return };
+        if reach.from_entry {
+            return;
+        }
+        let inst = self.func.inst(*def);
+        if inst.guard.is_some() || inst.defs.as_slice() != [reg] {
+            return;
+        }
+        let (logic, a, b) = match inst.value {
+            Some(ValueOp::PredAnd(a, b)) => (Logic::And, a, b),
+            Some(ValueOp::PredOr(a, b)) => (Logic::Or, a, b),
+            Some(ValueOp::PredNot(a)) => (Logic::Not, a, a),
+            _ => return,
+        };
+        let (va, vb) = (self.value_number(*def, a), self.value_number(*def, b));
+        info.parts.insert(value, (logic, va, vb));
+        self.take_apart(*def, a, depth + 1, count, info);
+        if !matches!(logic, Logic::Not) {
+            self.take_apart(*def, b, depth + 1, count, info);
+        }
+    }
+}
+
+/// Derives what the known values imply through `and`, `or` and `not`, until nothing changes.
+fn close(info: &OutcomeInfo, outcomes: &mut Outcomes) {
+    let mut changed = true;
+    while changed {
+        changed = false;
+        let known: SmallVec<[(ValueNumber, bool); 8]> = outcomes.0.iter().copied().collect();
+        for (value, truth) in known {
+            let Some(&(logic, a, b)) = info.parts.get(&value) else { continue };
+            let mut learn = |v: ValueNumber, t: bool, outcomes: &mut Outcomes| {
+                if info.useful.contains(&v) && outcomes.insert(v, t) {
+                    changed = true;
+                }
+            };
+            match (logic, truth) {
+                (Logic::Not, t) => learn(a, !t, outcomes),
+                (Logic::And, true) | (Logic::Or, false) => {
+                    learn(a, truth, outcomes);
+                    learn(b, truth, outcomes);
+                }
+                // `a and b` is false: with `a` true, `b` is false (and the other way round);
+                // `a or b` is true: with `a` false, `b` is true.
+                (Logic::And, false) | (Logic::Or, true) => {
+                    let other = !truth;
+                    if outcomes.get(a) == Some(other) {
+                        learn(b, truth, outcomes);
+                    }
+                    if outcomes.get(b) == Some(other) {
+                        learn(a, truth, outcomes);
+                    }
+                }
+            }
+        }
+    }
+}
