@@ -49,14 +49,16 @@ impl FunctionAnalysis<'_> {
     /// [`walk_forward`](Self::walk_forward) that also remembers the outcome of each branch it
     /// passes ([`Outcomes`]) and follows a later branch that those outcomes decide only the
     /// way it goes. It walks a block once per set of outcomes its paths bring (up to 32), so it
-    /// costs more: rules run it to confirm what the plain walk found.
+    /// costs more: rules run it to confirm what the plain walk found. Returns `false` when it
+    /// stopped at the step budget, without marking the analysis incomplete: the caller keeps
+    /// what the plain walk found.
     pub fn walk_forward_learning<S: Copy + Ord>(
         &self,
         from: InstId,
         init: S,
         step: impl FnMut(InstId, S) -> Option<S>,
-    ) {
-        self.walk(from, init, step, |_, _| true, true);
+    ) -> bool {
+        self.walk(from, init, step, |_, _| true, true)
     }
 
     fn walk<S: Copy + Ord>(
@@ -66,7 +68,7 @@ impl FunctionAnalysis<'_> {
         mut step: impl FnMut(InstId, S) -> Option<S>,
         follow: impl Fn(BlockId, BlockId) -> bool,
         learning: bool,
-    ) {
+    ) -> bool {
         let cfg = &self.cfg;
         let learn = learning && self.learns_outcomes();
         // A block is walked once per state, per successor its entering edge forces
@@ -89,8 +91,10 @@ impl FunctionAnalysis<'_> {
                 state = step(id, current);
             }
             if steps > self.budget.walk_steps {
-                self.mark_incomplete();
-                return;
+                if !learning {
+                    self.mark_incomplete();
+                }
+                return false;
             }
             let Some(exit_state) = state else { continue };
             let decided = forced.or_else(|| self.decided_by_outcomes(block, &outcomes));
@@ -118,5 +122,6 @@ impl FunctionAnalysis<'_> {
                 }
             }
         }
+        true
     }
 }

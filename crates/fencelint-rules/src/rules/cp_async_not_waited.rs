@@ -105,21 +105,24 @@ fn first_unordered_read(
     copy: &AsyncCopy,
     copies: &[AsyncCopy],
 ) -> Option<Finding> {
-    let found = unordered_reads(analysis, copy, copies, false);
+    let found = unordered_reads(analysis, copy, copies, false)?;
     if found.is_empty() {
         return None;
     }
-    let found = unordered_reads(analysis, copy, copies, true);
+    // A confirming walk stopped at its budget leaves the plain walk's answer.
+    let found = unordered_reads(analysis, copy, copies, true).unwrap_or(found);
     let (&read, &hazard) = found.iter().next()?;
     Some(Finding { read, copy: copy.id, hazard })
 }
 
+/// The reads a walk from the copy finds unordered, by read; `None` when the confirming walk
+/// (`learning`) stopped at its budget.
 fn unordered_reads(
     analysis: &FunctionAnalysis<'_>,
     copy: &AsyncCopy,
     copies: &[AsyncCopy],
     learning: bool,
-) -> BTreeMap<InstId, Hazard> {
+) -> Option<BTreeMap<InstId, Hazard>> {
     let func = analysis.func;
     let mut found: BTreeMap<InstId, Hazard> = BTreeMap::new();
     let start = Progress { groups: 0, waited: None };
@@ -154,12 +157,13 @@ fn unordered_reads(
             _ => Some(state),
         }
     };
-    if learning {
-        analysis.walk_forward_learning(copy.id, start, step);
+    let complete = if learning {
+        analysis.walk_forward_learning(copy.id, start, step)
     } else {
         analysis.walk_forward(copy.id, start, step);
-    }
-    found
+        true
+    };
+    complete.then_some(found)
 }
 
 fn classify_read(
