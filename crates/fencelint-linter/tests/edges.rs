@@ -259,3 +259,20 @@ fn outcomes_that_prove_nothing_keep_the_path() {
         two_optional_parts("add.s32 %r2, %r2, 1;\nsetp.lt.s32 %p0, %r2, 1;\n@%p0 bra $L_end;");
     assert_eq!(reaches_end(&changed), (true, true));
 }
+
+#[test]
+fn a_learning_walk_over_its_budget_says_so_and_leaves_the_analysis_complete() {
+    let body = two_optional_parts("@%p2 bra $L_end;");
+    let func = kernel(&body);
+    let budget = fencelint_cfg::Budget { walk_steps: 3, ..fencelint_cfg::Budget::default() };
+    let analysis = FunctionAnalysis::with_budget(&func, budget);
+    let start = func.ids().find(|&id| func.inst(id).opcode.starts_with("st.shared")).unwrap();
+    assert!(!analysis.walk_forward_learning(start, (), |_, ()| Some(())));
+    assert!(!analysis.is_incomplete());
+    // The plain walk over the same budget marks the analysis incomplete, as before.
+    analysis.walk_forward(start, (), |_, ()| Some(()));
+    assert!(analysis.is_incomplete());
+    // Within the budget, the learning walk says it finished.
+    let analysis = FunctionAnalysis::new(&func);
+    assert!(analysis.walk_forward_learning(start, (), |_, ()| Some(())));
+}
