@@ -14,6 +14,7 @@
 
 use fencelint_ir::{InstId, IntCompare, Reg, ValueOp};
 
+use crate::outcomes::CondBranch;
 use crate::{BlockId, FunctionAnalysis};
 
 /// The branch that ends a block, when it tests a comparison of a register with a constant and
@@ -23,10 +24,7 @@ pub(crate) struct Decider {
     reg: Reg,
     compare: IntCompare,
     constant: i64,
-    /// The branch is taken when the comparison is false (`@!%p bra`).
-    negated: bool,
-    taken: BlockId,
-    not_taken: BlockId,
+    branch: CondBranch,
 }
 
 impl FunctionAnalysis<'_> {
@@ -37,8 +35,9 @@ impl FunctionAnalysis<'_> {
     pub fn forced_successor(&self, pred: BlockId, block: BlockId) -> Option<BlockId> {
         let decider = self.deciders().get(block.index()).copied().flatten()?;
         let value = constant_at_end(self, pred, decider.reg)?;
-        let taken = decider.compare.holds(value, decider.constant) != decider.negated;
-        Some(if taken { decider.taken } else { decider.not_taken })
+        let branch = decider.branch;
+        let taken = decider.compare.holds(value, decider.constant) != branch.guard.negated;
+        Some(if taken { branch.taken } else { branch.not_taken })
     }
 
     fn deciders(&self) -> &[Option<Decider>] {
@@ -65,14 +64,7 @@ fn decider_of(analysis: &FunctionAnalysis<'_>, block: BlockId) -> Option<Decider
     if (range.start..setp.0).any(|i| func.inst(InstId(i)).defs.contains(&reg)) {
         return None;
     }
-    Some(Decider {
-        reg,
-        compare,
-        constant,
-        negated: guard.negated,
-        taken: branch.taken,
-        not_taken: branch.not_taken,
-    })
+    Some(Decider { reg, compare, constant, branch })
 }
 
 /// The constant that `block` leaves in `reg`: its last write of `reg` is an unguarded move of a

@@ -276,3 +276,30 @@ fn a_learning_walk_over_its_budget_says_so_and_leaves_the_analysis_complete() {
     let analysis = FunctionAnalysis::new(&func);
     assert!(analysis.walk_forward_learning(start, (), |_, ()| Some(())));
 }
+
+/// The value a loop tests is read again every iteration: what one iteration learned about it
+/// must not decide the next iteration's test. The walk counts the iterations (the reload at
+/// `$L_back`) and records the count at the store after the test.
+#[test]
+fn an_outcome_is_forgotten_when_the_path_goes_round_a_loop() {
+    let body = "ld.param.u32 %r1, [n];\nst.shared.u32 [buf], %r1;\nld.shared.u32 %r2, [buf+16];\n\
+                $L_top:\nsetp.lt.s32 %p2, %r2, 1;\n@%p2 bra $L_back;\n\
+                st.shared.u32 [buf+12], %r1;\n@%p2 bra $L_exit;\nbra.uni $L_exit;\n\
+                $L_back:\nld.shared.u32 %r2, [buf+20];\nbra.uni $L_top;\n$L_exit:";
+    let func = kernel(body);
+    let analysis = FunctionAnalysis::new(&func);
+    let find = |prefix: &str, nth: usize| {
+        func.ids().filter(|&id| func.inst(id).opcode.starts_with(prefix)).nth(nth).unwrap()
+    };
+    let (start, end, reload) = (find("st.shared", 0), find("st.shared", 1), find("ld.shared", 1));
+    let mut counts = std::collections::BTreeSet::new();
+    let complete = analysis.walk_forward_learning(start, 0u8, |id, n| {
+        if id == end {
+            counts.insert(n);
+        }
+        Some(if id == reload { (n + 1).min(2) } else { n })
+    });
+    assert!(complete);
+    // The first iteration branches back (`%p2` true); the second may fall through to the store.
+    assert_eq!(counts.into_iter().collect::<Vec<_>>(), [0, 1, 2]);
+}
