@@ -170,6 +170,27 @@ impl FunctionAnalysis<'_> {
     }
 
     fn slice_deciding_reads(&self, branch: InstId, within: Option<&Loop>) -> Vec<InstId> {
+        let mut found: Vec<InstId> = self
+            .slice_deciding_read_regs(branch, within)
+            .into_iter()
+            .map(|(read, _)| read)
+            .collect();
+        found.dedup();
+        found
+    }
+
+    /// [`FunctionAnalysis::deciding_reads`] with the register of each read that the slice came
+    /// through: for a vector load, which of its registers decide the branch. Sorted, not
+    /// remembered.
+    pub fn deciding_read_regs(&self, branch: InstId, within: Option<&Loop>) -> Vec<(InstId, Reg)> {
+        self.slice_deciding_read_regs(branch, within)
+    }
+
+    fn slice_deciding_read_regs(
+        &self,
+        branch: InstId,
+        within: Option<&Loop>,
+    ) -> Vec<(InstId, Reg)> {
         let Some(guard) = self.func.inst(branch).guard else {
             return Vec::new();
         };
@@ -197,7 +218,7 @@ impl FunctionAnalysis<'_> {
                         InstKind::Mbarrier(fencelint_ir::MbarrierOp::Wait { .. })
                     );
                 if is_read {
-                    found.push(def);
+                    found.push((def, reg));
                     continue;
                 }
                 for &used in &inst.uses {

@@ -320,6 +320,17 @@ fn locations_source_points_at_the_cu_line_and_input_at_the_ptx() {
     assert_eq!(check("json", &[]), check("json", &["--locations", "input"]));
 }
 
+/// The 1-based line of the instruction at `address` (`/*0040*/`) of `kernel` in the `sm_90a`
+/// `nvdisasm -g` listing of `spin_poll.cu`.
+fn sass_line(kernel: &str, address: &str) -> usize {
+    let text =
+        std::fs::read_to_string(repo().join("fixtures/compiled/sm_90a/spin_poll.nvdisasm.sass"))
+            .unwrap();
+    let label = format!(".text.{kernel}:");
+    let start = text.lines().position(|line| line.starts_with(&label)).unwrap();
+    start + 1 + text.lines().skip(start).position(|line| line.contains(address)).unwrap()
+}
+
 #[test]
 fn sarif_locations_source_and_input() {
     let find = |log: &Value, kernel: &str| -> Value {
@@ -344,7 +355,7 @@ fn sarif_locations_source_and_input() {
     let sass = &mapped["relatedLocations"][0]["physicalLocation"];
     assert_eq!(sass["artifactLocation"]["uri"], "fixtures/compiled/sm_90a/spin_poll.nvdisasm.sass");
     assert_eq!(sass["address"]["absoluteAddress"], 0x40);
-    assert_eq!(sass["region"]["startLine"], 1336);
+    assert_eq!(sass["region"]["startLine"], sass_line("poll_acquire", "/*0040*/"));
 
     // With input, the SASS instruction is the primary location, with every region field.
     let unmapped = find(&input, "poll_acquire");

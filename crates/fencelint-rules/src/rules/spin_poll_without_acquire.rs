@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use fencelint_cfg::{FunctionAnalysis, Loop, Point};
 use fencelint_ir::{
-    Barrier, Dialect, FenceKind, Inst, InstId, InstKind, MemAccess, MultimemOp, Scope, Sem, Space,
+    Barrier, Dialect, FenceKind, Inst, InstId, InstKind, MemAccess, MultimemOp, Reg, Scope, Sem,
+    Space,
 };
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
@@ -141,6 +142,7 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
                 || (strong_decides && mem.sem == Sem::Weak)
                 || !lp.address_is_invariant(analysis, load)
                 || lp.feeds_itself(analysis, load)
+                || carries_its_data(analysis, lp, load, branch, to)
             {
                 continue;
             }
@@ -155,6 +157,80 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
         }
     }
     polls
+}
+
+/// Whether the poll reads its data together with its flag: a vector load (the 8- and 16-byte
+/// packets of low-latency protocols, `{data, flag}` or `{data, flag, data, flag}`, each written
+/// by the producer with one store) some of whose registers decide the exit while another one,
+/// still holding what the poll read, is used after the loop. Such a protocol needs no acquire
+/// for its data, and what the thread reads afterwards is not published by this flag (see
+/// Known problems).
+fn carries_its_data(
+    analysis: &FunctionAnalysis<'_>,
+    lp: &Loop,
+    load: InstId,
+    branch: InstId,
+    exit_to: fencelint_cfg::BlockId,
+) -> bool {
+    let defs = &analysis.func.inst(load).defs;
+    if defs.len() < 2 {
+        return false;
+    }
+    let flags: Vec<Reg> = analysis
+        .deciding_read_regs(branch, Some(lp))
+        .into_iter()
+        .filter(|&(read, _)| read == load)
+        .map(|(_, reg)| reg)
+        .collect();
+    if flags.is_empty() {
+        return false;
+    }
+    defs.iter()
+        .filter(|reg| !flags.contains(reg))
+        .any(|&reg| used_after(analysis, load, reg, exit_to))
+}
+
+/// How many instructions [`used_after`] looks at before it gives up (and answers no).
+const USE_SEARCH_LIMIT: usize = 4096;
+
+/// Whether some instruction from the top of `from` on reads `reg` while it still holds what
+/// `def` wrote. Paths stop at an unguarded redefinition of `reg`.
+fn used_after(
+    analysis: &FunctionAnalysis<'_>,
+    def: InstId,
+    reg: Reg,
+    from: fencelint_cfg::BlockId,
+) -> bool {
+    let func = analysis.func;
+    let mut seen = std::collections::BTreeSet::from([from]);
+    let mut queue = std::collections::VecDeque::from([from]);
+    let mut steps = 0;
+    while let Some(block) = queue.pop_front() {
+        let mut killed = false;
+        for id in analysis.cfg.block(block).ids() {
+            steps += 1;
+            if steps > USE_SEARCH_LIMIT {
+                return false;
+            }
+            let inst = func.inst(id);
+            if inst.uses.contains(&reg) && analysis.reaching_defs(id, reg).defs.contains(&def) {
+                return true;
+            }
+            if inst.guard.is_none() && inst.defs.contains(&reg) {
+                killed = true;
+                break;
+            }
+        }
+        if killed {
+            continue;
+        }
+        for succ in analysis.cfg.successors(block) {
+            if seen.insert(succ) {
+                queue.push_back(succ);
+            }
+        }
+    }
+    false
 }
 
 /// The reads that decide one loop exit, their accesses, and what each is.
