@@ -193,8 +193,11 @@ fn carries_its_data(
 /// How many instructions [`used_after`] looks at before it gives up (and answers no).
 const USE_SEARCH_LIMIT: usize = 4096;
 
-/// Whether some instruction from the top of `from` on reads `reg` while it still holds what
-/// `def` wrote. Paths stop at an unguarded redefinition of `reg`.
+/// Whether some instruction from the top of `from` on, in code that runs only after `from` (the
+/// blocks it dominates), reads `reg` while it still holds what `def` wrote. Paths stop at an
+/// unguarded redefinition of `reg`. Code that other paths reach too is not searched: in SASS a
+/// register is reused, and a value that reaches a distant use only along paths that skip its
+/// redefinition is seldom the value used there.
 fn used_after(
     analysis: &FunctionAnalysis<'_>,
     def: InstId,
@@ -225,7 +228,7 @@ fn used_after(
             continue;
         }
         for succ in analysis.cfg.successors(block) {
-            if seen.insert(succ) {
+            if analysis.block_dominates(from, succ) && seen.insert(succ) {
                 queue.push_back(succ);
             }
         }
