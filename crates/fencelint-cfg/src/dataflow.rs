@@ -170,11 +170,8 @@ impl FunctionAnalysis<'_> {
     }
 
     fn slice_deciding_reads(&self, branch: InstId, within: Option<&Loop>) -> Vec<InstId> {
-        let mut found: Vec<InstId> = self
-            .slice_deciding_read_regs(branch, within)
-            .into_iter()
-            .map(|(read, _)| read)
-            .collect();
+        let mut found: Vec<InstId> =
+            self.deciding_read_regs(branch, within).into_iter().map(|(read, _)| read).collect();
         found.dedup();
         found
     }
@@ -183,14 +180,6 @@ impl FunctionAnalysis<'_> {
     /// through: for a vector load, which of its registers decide the branch. Sorted, not
     /// remembered.
     pub fn deciding_read_regs(&self, branch: InstId, within: Option<&Loop>) -> Vec<(InstId, Reg)> {
-        self.slice_deciding_read_regs(branch, within)
-    }
-
-    fn slice_deciding_read_regs(
-        &self,
-        branch: InstId,
-        within: Option<&Loop>,
-    ) -> Vec<(InstId, Reg)> {
         let Some(guard) = self.func.inst(branch).guard else {
             return Vec::new();
         };
