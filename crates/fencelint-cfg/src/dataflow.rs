@@ -160,16 +160,6 @@ impl FunctionAnalysis<'_> {
     /// `within` is one of [`FunctionAnalysis::loops`] (one loop per header): answers are
     /// remembered by branch and loop header.
     pub fn deciding_reads(&self, branch: InstId, within: Option<&Loop>) -> Vec<InstId> {
-        let key = (branch, within.map(|l| l.header));
-        if let Some(found) = self.deciding.borrow().get(&key) {
-            return found.clone();
-        }
-        let found = self.slice_deciding_reads(branch, within);
-        self.deciding.borrow_mut().insert(key, found.clone());
-        found
-    }
-
-    fn slice_deciding_reads(&self, branch: InstId, within: Option<&Loop>) -> Vec<InstId> {
         let mut found: Vec<InstId> =
             self.deciding_read_regs(branch, within).into_iter().map(|(read, _)| read).collect();
         found.dedup();
@@ -177,9 +167,23 @@ impl FunctionAnalysis<'_> {
     }
 
     /// [`FunctionAnalysis::deciding_reads`] with the register of each read that the slice came
-    /// through: for a vector load, which of its registers decide the branch. Sorted, not
-    /// remembered.
+    /// through: for a vector load, which of its registers decide the branch. Sorted; remembered
+    /// like [`FunctionAnalysis::deciding_reads`].
     pub fn deciding_read_regs(&self, branch: InstId, within: Option<&Loop>) -> Vec<(InstId, Reg)> {
+        let key = (branch, within.map(|l| l.header));
+        if let Some(found) = self.deciding.borrow().get(&key) {
+            return found.clone();
+        }
+        let found = self.slice_deciding_read_regs(branch, within);
+        self.deciding.borrow_mut().insert(key, found.clone());
+        found
+    }
+
+    fn slice_deciding_read_regs(
+        &self,
+        branch: InstId,
+        within: Option<&Loop>,
+    ) -> Vec<(InstId, Reg)> {
         let Some(guard) = self.func.inst(branch).guard else {
             return Vec::new();
         };

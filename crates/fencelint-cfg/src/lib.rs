@@ -89,9 +89,10 @@ pub struct FunctionAnalysis<'f> {
     block_memory: OnceCell<Vec<(u32, u32)>>,
     /// Which registers each block defines, one bit per register (see [`BlockDefs`]).
     block_defs: OnceCell<Option<BlockDefs>>,
-    /// Slices already computed by [`FunctionAnalysis::deciding_reads`], by branch and the header
-    /// of the loop they stay in: both poll rules ask for the slices of the same loop exits.
-    deciding: RefCell<FxHashMap<SliceKey, Vec<InstId>>>,
+    /// Slices already computed by [`FunctionAnalysis::deciding_read_regs`], by branch and the
+    /// header of the loop they stay in: both poll rules ask for the slices of the same loop
+    /// exits.
+    deciding: RefCell<FxHashMap<SliceKey, Vec<(InstId, Reg)>>>,
     /// For each block, the branch that ends it when an entering edge can decide it
     /// ([`FunctionAnalysis::forced_successor`]).
     deciders: OnceCell<Vec<Option<edges::Decider>>>,
