@@ -286,7 +286,7 @@ fn locations_source_points_at_the_cu_line_and_input_at_the_ptx() {
     let at_source = "fixtures/kernels/spin_poll.cu:28:5: warning[acquire-in-poll-loop]: \
          `ld.acquire.gpu.global.u32` acquires on every iteration of a spin loop";
     assert_eq!(lines_with(&source, ptx), [at_source; 4]);
-    let at_input: Vec<String> = [496, 1289, 1366, 1557]
+    let at_input: Vec<String> = [498, 1291, 1368, 1559]
         .iter()
         .map(|line| {
             format!(
@@ -312,9 +312,9 @@ fn locations_source_points_at_the_cu_line_and_input_at_the_ptx() {
     let rich_source = check("rich", &["--color", "never"]);
     let rich_input = check("rich", &["--color", "never", "--locations", "input"]);
     assert!(rich_source.contains("= source: fixtures/kernels/spin_poll.cu:28:5"), "{rich_source}");
-    assert!(rich_source.contains("fixtures/compiled/sm_90a/spin_poll.ptx:496:2"));
+    assert!(rich_source.contains("fixtures/compiled/sm_90a/spin_poll.ptx:498:2"));
     assert!(!rich_input.contains("source:"), "{rich_input}");
-    assert!(rich_input.contains("fixtures/compiled/sm_90a/spin_poll.ptx:496:2"));
+    assert!(rich_input.contains("fixtures/compiled/sm_90a/spin_poll.ptx:498:2"));
 
     // JSON carries both locations and does not depend on `--locations`.
     assert_eq!(check("json", &[]), check("json", &["--locations", "input"]));

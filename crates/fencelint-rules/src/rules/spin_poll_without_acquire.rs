@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use fencelint_cfg::{FunctionAnalysis, Loop, Point};
 use fencelint_ir::{
-    Barrier, Dialect, FenceKind, Inst, InstId, InstKind, MemAccess, MultimemOp, Reg, Scope, Sem,
-    Space,
+    AsyncOp, Barrier, BulkDir, Dialect, FenceKind, Inst, InstId, InstKind, MemAccess, MultimemOp,
+    Reg, Scope, Sem, Space,
 };
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
@@ -395,13 +395,27 @@ fn same_address(analysis: &FunctionAnalysis<'_>, id: InstId, poll: InstId) -> bo
     analysis.address_key(id, a).same_as(&analysis.address_key(poll, b))
 }
 
-/// Whether `inst` may read published data: a weak, coherent load of shareable memory, or a
-/// multimem load. Strong reads are other synchronization variables, and `.nc` loads may only
-/// read data that no thread writes during the kernel.
+/// Whether `inst` may read published data: a weak, coherent load of shareable memory, a
+/// multimem load, or an asynchronous copy from global memory (`cp.async`, SASS `LDGSTS`; a bulk
+/// or tensor copy to shared memory, SASS `UBLKCP.S.G`, `UTMALDG`). Strong reads are other
+/// synchronization variables, and `.nc` loads may only read data that no thread writes during
+/// the kernel.
 fn reads_published(inst: &Inst) -> bool {
     match &inst.kind {
         InstKind::Load(mem) => mem.others_may_write() && !mem.is_strong(),
         InstKind::Multimem { op: MultimemOp::LdReduce, .. } => true,
+        InstKind::Async(op) => copies_from_global(*op),
+        _ => false,
+    }
+}
+
+/// Whether an asynchronous operation copies from global memory into shared memory.
+fn copies_from_global(op: AsyncOp) -> bool {
+    match op {
+        AsyncOp::CpAsync => true,
+        AsyncOp::Bulk { dir, .. } | AsyncOp::BulkTensor { dir, .. } => {
+            dir == BulkDir::GlobalToShared
+        }
         _ => false,
     }
 }
@@ -505,6 +519,12 @@ fn report(cx: &mut FunctionCx<'_>, poll: &Poll, read: InstId, n_reads: usize, n_
     }
     if n_reads > 1 {
         report = report.note(format!("{} more reads after the loop are unordered", n_reads - 1));
+    }
+    if matches!(read_inst.kind, InstKind::Async(AsyncOp::Bulk { .. } | AsyncOp::BulkTensor { .. }))
+    {
+        report = report.note(
+            "a bulk or tensor copy reads through the async proxy: after the acquire, `fence.proxy.async.global` orders it too",
+        );
     }
     if poll.required == Scope::Cta {
         report = report.note("a `bar.warp.sync` orders only the lanes of one warp");
