@@ -162,9 +162,9 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
 /// Whether the poll reads its data together with its flag: a vector load (the 8- and 16-byte
 /// packets of low-latency protocols, `{data, flag}` or `{data, flag, data, flag}`, each written
 /// by the producer with one store) some of whose registers decide the exit while another one,
-/// still holding what the poll read, is used after the loop. Such a protocol needs no acquire
-/// for its data, and what the thread reads afterwards is not published by this flag (see
-/// Known problems).
+/// still holding what the poll read, is used in code that only that exit leads to. Such a
+/// protocol needs no acquire for its data, and what the thread reads afterwards is not
+/// published by this flag (see Known problems).
 fn carries_its_data(
     analysis: &FunctionAnalysis<'_>,
     lp: &Loop,
