@@ -126,7 +126,22 @@ fn is_generic_shared_write(analysis: &FunctionAnalysis<'_>, is_sass: bool, id: I
         },
         _ => false,
     };
-    shared && !(is_sass && is_allocator_bookkeeping(analysis, id))
+    shared
+        && !(is_sass
+            && (is_allocator_bookkeeping(analysis, id) || is_uniform_address(analysis, inst)))
+}
+
+/// In SASS, a shared-memory write whose address has no per-thread part: a uniform register
+/// plus a constant (`STS [UR8+0x400], R0`), or a constant alone. Every lane that executes it
+/// writes the same bytes, so it is one thread's (or one warp's) bookkeeping: a ticket, a tile
+/// index, a tensor map copied into shared memory, not a tile that threads fill together.
+fn is_uniform_address(analysis: &FunctionAnalysis<'_>, inst: &Inst) -> bool {
+    let Some(address) = inst.address.as_ref() else { return false };
+    match &address.base {
+        AddrBase::Reg(reg) => analysis.func.reg_name(*reg).starts_with("UR"),
+        AddrBase::Absolute => true,
+        AddrBase::Symbol(_) | AddrBase::Complex(_) => false,
+    }
 }
 
 /// In SASS, `tcgen05.alloc`, `dealloc` and `relinquish_alloc_permit` expand into software
