@@ -275,7 +275,7 @@ pub(crate) fn statement_end(bytes: &[u8], pos: usize, checks: LineChecks) -> Sta
                 continue;
             }
             b'{' => {
-                if at_line_start && brace_checks && depth == 0 {
+                if at_line_start && brace_checks && depth == 0 && !opens_vector_operand(bytes, i) {
                     return stop(i, unterminated_comment);
                 }
                 depth += 1;
@@ -296,6 +296,30 @@ pub(crate) fn statement_end(bytes: &[u8], pos: usize, checks: LineChecks) -> Sta
         i += 1;
     }
     stop(bytes.len(), unterminated_comment)
+}
+
+/// Whether the `{` at `pos`, first on its line, opens a vector operand (`{%r1, %r2}`, `{a, b}`)
+/// and not a scope: an instruction may continue on the next lines with its operands, as
+/// cuBLASLt's `mma.sync` do (`mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32` alone on
+/// a line, then `{%r2705, %r2704, %r2703, %r2702},` on the next). A scope's `{` is followed
+/// by the end of the line, a comment, a directive or an instruction, never by a register and
+/// a `,` or `}`.
+fn opens_vector_operand(bytes: &[u8], pos: usize) -> bool {
+    let mut i = pos + 1;
+    while i < bytes.len() && matches!(bytes[i], b' ' | b'\t') {
+        i += 1;
+    }
+    match bytes.get(i) {
+        Some(b'%' | b'-' | b'0'..=b'9') => true,
+        Some(&b) if is_ident_start(b) => {
+            let mut j = ident_end(bytes, i);
+            while j < bytes.len() && matches!(bytes[j], b' ' | b'\t') {
+                j += 1;
+            }
+            matches!(bytes.get(j), Some(b',' | b'}'))
+        }
+        _ => false,
+    }
 }
 
 /// Whether the text at `pos` (first on its line) can only be the start of a new statement.
@@ -438,6 +462,30 @@ mod tests {
         );
         let split_call = b"call.uni (retval0),\n_Z1f,\n(\nparam0\n);";
         assert!(statement_end(split_call, 0, LineChecks::StatementsAndBraces).terminated);
+        // A scope opened on the next line still ends an unterminated statement.
+        assert_eq!(statement_end(b"ret\n{\n", 0, LineChecks::StatementsAndBraces).end, 4);
+        assert_eq!(
+            statement_end(b"ret\n{ .reg .pred p;", 0, LineChecks::StatementsAndBraces).end,
+            4
+        );
+        assert_eq!(
+            statement_end(b"ret\n{ mov.u32 a, b; }", 0, LineChecks::StatementsAndBraces).end,
+            4
+        );
+    }
+
+    #[test]
+    fn vector_operands_may_start_a_continuation_line() {
+        // The shape of cuBLASLt 13.10's sm_120 PTX (hand-written here).
+        let mma = b"mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32 \n{%r1, %r2, %r3, %r4}, \n\
+            {%r5, %r6, %r7, %r8}, \n{%r9, %r10}, \n{%r11, %r12, %r13, %r14};";
+        let end = statement_end(mma, 0, LineChecks::StatementsAndBraces);
+        assert!(end.terminated);
+        assert_eq!(end.end, mma.len() - 1);
+        let named = b"mov.b64 %rd1,\n{ lo, hi };";
+        assert!(statement_end(named, 0, LineChecks::StatementsAndBraces).terminated);
+        let negative = b"mov.b64 %rd1,\n{-1, 0};";
+        assert!(statement_end(negative, 0, LineChecks::StatementsAndBraces).terminated);
     }
 
     #[test]
