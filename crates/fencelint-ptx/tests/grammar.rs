@@ -368,6 +368,32 @@ fn opcodes_keep_modifiers_in_order() {
 }
 
 #[test]
+fn vector_operands_on_the_lines_after_the_opcode() {
+    // Hand-written, in the layout of cuBLASLt 13.10's sm_120 PTX: the opcode alone on a line,
+    // each operand vector first on the next ones. Before, each `{` ended the instruction.
+    let all = instructions(
+        "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32 \n\
+         {%f1, %f2, %f3, %f4}, \n\
+         {%r1, %r2, %r3, %r4}, \n\
+         {%r5, %r6}, \n\
+         {%f5, %f6, %f7, %f8};\n\
+         ret;",
+    );
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0].opcode, "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32");
+    let sizes: Vec<usize> = all[0]
+        .operands
+        .iter()
+        .map(|operand| match &operand.kind {
+            OperandKind::Vector(items) => items.len(),
+            other => panic!("not a vector: {other:?}"),
+        })
+        .collect();
+    assert_eq!(sizes, [4, 4, 2, 4]);
+    assert_eq!(all[1].opcode, "ret");
+}
+
+#[test]
 fn operand_shapes_in_instructions() {
     // Hand-written.
     let kinds =
