@@ -80,7 +80,8 @@ impl FunctionAnalysis<'_> {
                 found
             }
             Some(
-                ValueOp::Compare(..)
+                ValueOp::AndImm(..)
+                | ValueOp::Compare(..)
                 | ValueOp::PredAnd(..)
                 | ValueOp::PredOr(..)
                 | ValueOp::PredNot(_),
@@ -162,7 +163,8 @@ impl FunctionAnalysis<'_> {
                             work.extend(inst.uses.iter().map(|&r| (*def, r)));
                         }
                         Some(
-                            ValueOp::Compare(..)
+                            ValueOp::AndImm(..)
+                            | ValueOp::Compare(..)
                             | ValueOp::PredAnd(..)
                             | ValueOp::PredOr(..)
                             | ValueOp::PredNot(_),

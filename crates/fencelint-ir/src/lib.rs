@@ -148,6 +148,10 @@ pub enum ValueOp {
     SymbolAddr(Name),
     /// A constant.
     Imm(i64),
+    /// A bitwise `and` with a constant: PTX `and.b32 %r2, %r1, 1073741823`, SASS
+    /// `LOP3.LUT R2, R1, 0x3fffffff, RZ, 0xc0, !PT`. Lets a rule see a field taken out of a
+    /// word.
+    AndImm(Reg, i64),
     /// A predicate that compares a register with a constant: PTX `setp.ne.s32 %p1, %r2, 0`,
     /// SASS `ISETP.NE.AND P0, PT, R2, RZ, PT`. Lets a walk tell which way a branch goes on an
     /// edge where the register is a known constant.

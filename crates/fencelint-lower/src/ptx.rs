@@ -446,6 +446,16 @@ fn value_op(
                 ValueOp::PredOr(a, b)
             })
         }
+        "and" if ops.len() == 3 && matches!(instruction.modifiers(), ["b16" | "b32" | "b64"]) => {
+            let other = ops.get(2)?;
+            match (reg_of(func, src), other.as_integer()) {
+                (Some(reg), Some(imm)) => Some(ValueOp::AndImm(reg, imm)),
+                _ => match (src.as_integer(), reg_of(func, other)) {
+                    (Some(imm), Some(reg)) => Some(ValueOp::AndImm(reg, imm)),
+                    _ => None,
+                },
+            }
+        }
         "not" if instruction.modifiers() == ["pred"] && ops.len() == 2 => {
             reg_of(func, src).map(ValueOp::PredNot)
         }
@@ -984,5 +994,40 @@ mod tests {
 
         let (brx, _) = lower(&body("A, B, Z"));
         assert!(brx.control.indirect, "a table with an unknown label stays indirect");
+    }
+
+    /// `and.b32` with a constant (either operand) is a mask; with two registers, or on
+    /// predicates, it is not.
+    #[test]
+    fn and_with_a_constant_is_a_mask() {
+        let text = ".version 8.5\n.target sm_90\n.address_size 64\n\
+                    .visible .entry k(.param .u32 p)\n{\n.reg .b32 %r<6>;\n.reg .pred %p<4>;\n\
+                    ld.param.u32 %r1, [p];\n\
+                    and.b32 %r2, %r1, 1073741823;\n\
+                    and.b32 %r3, 0xff, %r1;\n\
+                    and.b32 %r4, %r1, %r2;\n\
+                    setp.ne.s32 %p1, %r1, 0;\n\
+                    setp.ne.s32 %p2, %r2, 0;\n\
+                    and.pred %p3, %p1, %p2;\n\
+                    ret;\n}\n";
+        let lowered = super::lower_text(FileId(0), text, 0);
+        assert!(lowered.diagnostics.is_empty(), "{:?}", lowered.diagnostics);
+        let func = lowered.modules.into_iter().next().unwrap().functions.remove(0);
+        let r1 = fencelint_ir::Reg(func.regs.iter().position(|r| r == "%r1").unwrap() as u32);
+        let value = |opcode: &str, dest: &str| {
+            func.insts
+                .iter()
+                .find(|i| {
+                    i.opcode.as_str() == opcode
+                        && i.defs.first().is_some_and(|d| func.reg_name(*d) == dest)
+                })
+                .unwrap()
+                .value
+                .clone()
+        };
+        assert_eq!(value("and.b32", "%r2"), Some(fencelint_ir::ValueOp::AndImm(r1, 0x3fff_ffff)));
+        assert_eq!(value("and.b32", "%r3"), Some(fencelint_ir::ValueOp::AndImm(r1, 0xff)));
+        assert_eq!(value("and.b32", "%r4"), None);
+        assert!(matches!(value("and.pred", "%p3"), Some(fencelint_ir::ValueOp::PredAnd(..))));
     }
 }

@@ -832,6 +832,7 @@ fn value_op(
 ) -> Option<ValueOp> {
     match rule {
         ValueRule::Isetp => isetp_value(func, opcode, operands),
+        ValueRule::Lop3And => lop3_and_value(func, operands),
         ValueRule::Copy | ValueRule::Ldc => source_value(func, operands.get(1)?),
         ValueRule::ImadMov => {
             let zero = |o: &Operand<'_>| o.reg().is_some_and(|r| r.reg.is_zero());
@@ -856,6 +857,31 @@ fn value_op(
             if sources.len() == 2 { sum_value(func, sources) } else { None }
         }
     }
+}
+
+/// `LOP3.LUT Rd, Ra, imm, RZ, lut, !PT` (`ULOP3.LUT` with uniform registers) whose table computes `a & b` when the third input is
+/// zero (bits 0, 2, 4 and 6 of the table, the rows where `c` is 0, are `0x40`; ptxas writes
+/// `0xc0`): `Rd` is `Ra & imm`. The form with a predicate destination, a register second
+/// source, or a third source other than zero gives `None`.
+fn lop3_and_value(func: &mut Lowering, operands: &[Operand<'_>]) -> Option<ValueOp> {
+    let [dest, a, b, c, lut, combine] = operands else { return None };
+    let plain = |o: &Operand<'_>| !(o.neg || o.invert || o.abs);
+    let general = |o: &Operand<'_>| {
+        o.reg().is_some_and(|r| !r.reg.is_zero() && !r.reg.is_special() && !is_predicate(r.reg))
+    };
+    if !general(dest) || !general(a) || !plain(a) || !plain(b) {
+        return None;
+    }
+    let never = combine.invert && combine.reg().is_some_and(|r| r.reg.is_true());
+    if !c.reg().is_some_and(|r| r.reg.is_zero()) || !never {
+        return None;
+    }
+    if lut.imm()? & 0x55 != 0x40 {
+        return None;
+    }
+    let mask = b.imm()?;
+    let reg = func.reg(a.reg()?.reg)?;
+    Some(ValueOp::AndImm(reg, mask))
 }
 
 /// `ISETP.<relation>[.U32].AND Pd, PT, Ra, imm|RZ, PT`: `Pd` is `Ra <relation> imm`. Other

@@ -114,6 +114,9 @@ pub enum ValueRule {
     Ldc,
     /// `ISETP.NE.AND P0, PT, R2, RZ, PT`: a comparison of a register with a constant.
     Isetp,
+    /// `LOP3.LUT R2, R1, 0x3fffffff, RZ, 0xc0, !PT`: a register and a constant (a lookup table
+    /// that is `a & b` where the third input is zero).
+    Lop3And,
 }
 
 /// One row of the table.
@@ -505,6 +508,7 @@ fn meaning_of(class: Class, facts: &mut Facts<'_>) -> Result<Meaning, String> {
         Some("add") => Some(ValueRule::Add),
         Some("ldc") => Some(ValueRule::Ldc),
         Some("isetp") => Some(ValueRule::Isetp),
+        Some("lop3_and") => Some(ValueRule::Lop3And),
         Some(other) => return Err(format!("unknown value rule `{other}`")),
     };
     let scoreboard = match facts.get("scoreboard") {

@@ -229,6 +229,33 @@ fn comparisons_with_a_constant() {
 }
 
 #[test]
+fn masks_by_a_constant() {
+    let text = "
+		Function : k
+        /*0000*/                   LOP3.LUT R7, R11, 0x3fffffff, RZ, 0xc0, !PT ;
+        /*0010*/                   ULOP3.LUT UR4, UR5, 0xff, URZ, 0xc0, !UPT ;
+        /*0020*/                   LOP3.LUT R7, R11.reuse, 0x3fffffff, RZ, 0x40, !PT ;
+        /*0030*/                   LOP3.LUT R7, R11, 0x3fffffff, RZ, 0xfc, !PT ;
+        /*0040*/                   LOP3.LUT R7, R11, R12, RZ, 0xc0, !PT ;
+        /*0050*/                   LOP3.LUT R7, R11, 0x3fffffff, R12, 0xc0, !PT ;
+        /*0060*/                   LOP3.LUT P0, RZ, R11, 0x3, RZ, 0xc0, !PT ;
+        /*0070*/                   LOP3.LUT R7, ~R11, 0x3fffffff, RZ, 0xc0, !PT ;
+		..........
+";
+    let modules = lower(text, SassFormat::CuobjdumpText);
+    let f = only_function(&modules);
+    let reg = |name: &str| fencelint_ir::Reg(f.regs.iter().position(|r| r == name).unwrap() as u32);
+    assert_eq!(f.insts[0].value, Some(ValueOp::AndImm(reg("R11"), 0x3fff_ffff)));
+    assert_eq!(f.insts[1].value, Some(ValueOp::AndImm(reg("UR5"), 0xff)));
+    // `0x40` is `a & b & !c`, the same function when the third input is zero.
+    assert_eq!(f.insts[2].value, Some(ValueOp::AndImm(reg("R11"), 0x3fff_ffff)));
+    // An `or`, a register mask, a third input, a predicate destination, an inverted source.
+    for inst in &f.insts[3..] {
+        assert_eq!(inst.value, None, "{}", inst.opcode);
+    }
+}
+
+#[test]
 fn scoreboard_waits_and_fences() {
     let text = "
 		Function : k

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use fencelint_cfg::{FunctionAnalysis, Loop, Point};
 use fencelint_ir::{
-    AsyncOp, Barrier, BulkDir, Dialect, FenceKind, Inst, InstId, InstKind, MemAccess, MultimemOp,
-    Reg, Scope, Sem, Space,
+    AsyncOp, Barrier, BulkDir, Dialect, FenceKind, Inst, InstId, InstKind, IntCompare, MemAccess,
+    MultimemOp, Reg, Relation, Scope, Sem, Space, ValueOp,
 };
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
@@ -143,6 +143,7 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
                 || !lp.address_is_invariant(analysis, load)
                 || lp.feeds_itself(analysis, load)
                 || carries_its_data(analysis, lp, load, branch, to)
+                || packs_status_and_value(analysis, load)
             {
                 continue;
             }
@@ -190,19 +191,90 @@ fn carries_its_data(
         .any(|&reg| used_after(analysis, load, reg, exit_to))
 }
 
-/// How many instructions [`used_after`] looks at before it gives up (and answers no).
+/// Whether the poll's word packs a status with a value, as a decoupled look-back does (CUB's
+/// onesweep radix sort keeps a tile's status in the top two bits of a 32-bit word and its count
+/// in the rest, written with one store): code after the load takes a field out of a register
+/// the poll read (`and` with a constant, SASS `LOP3.LUT Rd, Rs, 0x3fffffff, RZ, 0xc0, !PT`) and
+/// tests bits outside that field (the sign, an unsigned bound above it, or another field). The
+/// thread reads its data with its flag, as with a packet ([`carries_its_data`]). A counter
+/// polled and masked into an index, with no test of the bits the mask drops, is still a poll.
+fn packs_status_and_value(analysis: &FunctionAnalysis<'_>, load: InstId) -> bool {
+    let func = analysis.func;
+    let block = analysis.cfg.block_of(load);
+    func.inst(load).defs.iter().any(|&reg| {
+        let mut fields = Vec::new();
+        let mut tests = Vec::new();
+        visit_uses(analysis, load, reg, block, |id| {
+            match func.inst(id).value {
+                Some(ValueOp::AndImm(src, mask)) if src == reg && mask != 0 => fields.push(mask),
+                Some(ValueOp::Compare(compare, src, bound)) if src == reg => {
+                    tests.push((compare, bound));
+                }
+                _ => {}
+            }
+            false
+        });
+        fields.iter().any(|&field| {
+            let another_field = fields.iter().any(|&other| other & field == 0);
+            another_field
+                || tests.iter().any(|&(compare, bound)| tests_outside(compare, bound, field))
+        })
+    })
+}
+
+/// Whether `value <compare> bound` depends only on bits of `value` outside `field`: a sign test
+/// (`> -1`, `>= 0`, `< 0`, `<= -1`) when `field` leaves the sign bit out, or an unsigned test
+/// against a power of two (`>= 2^k`, `> 2^k - 1`, and their negations) above `field`.
+fn tests_outside(compare: IntCompare, bound: i64, field: i64) -> bool {
+    let bits = u32::from(compare.bits.clamp(1, 64));
+    let width_mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    let field = field.cast_unsigned() & width_mask;
+    let bound = bound.cast_unsigned() & width_mask;
+    let sign = 1u64 << (bits - 1);
+    if compare.signed {
+        let sign_test = match compare.relation {
+            Relation::Gt | Relation::Le => bound == width_mask,
+            Relation::Ge | Relation::Lt => bound == 0,
+            Relation::Eq | Relation::Ne => false,
+        };
+        return sign_test && field & sign == 0;
+    }
+    // The power of two that the test compares against.
+    let power = match compare.relation {
+        Relation::Ge | Relation::Lt => bound,
+        Relation::Gt | Relation::Le => bound.wrapping_add(1) & width_mask,
+        Relation::Eq | Relation::Ne => return false,
+    };
+    power.is_power_of_two() && power > 1 && field < power
+}
+
+/// How many instructions [`visit_uses`] looks at before it gives up.
 const USE_SEARCH_LIMIT: usize = 4096;
 
 /// Whether some instruction from the top of `from` on, in code that runs only after `from` (the
-/// blocks it dominates), reads `reg` while it still holds what `def` wrote. Paths stop at an
-/// unguarded redefinition of `reg`. Code that other paths reach too is not searched: in SASS a
-/// register is reused, and a value that reaches a distant use only along paths that skip its
-/// redefinition is seldom the value used there.
+/// blocks it dominates), reads `reg` while it still holds what `def` wrote (answers no when the
+/// search gives up).
 fn used_after(
     analysis: &FunctionAnalysis<'_>,
     def: InstId,
     reg: Reg,
     from: fencelint_cfg::BlockId,
+) -> bool {
+    visit_uses(analysis, def, reg, from, |_| true)
+}
+
+/// Calls `found` with each instruction from the top of `from` on, in code that runs only after
+/// `from` (the blocks it dominates), that reads `reg` while it still holds what `def` wrote, until
+/// `found` answers true (then true) or the search ends (false). When `def` is in `from`, the
+/// search starts after it. Paths stop at an unguarded redefinition of `reg`. Code that other
+/// paths reach too is not searched: in SASS a register is reused, and a value that reaches a
+/// distant use only along paths that skip its redefinition is seldom the value used there.
+fn visit_uses(
+    analysis: &FunctionAnalysis<'_>,
+    def: InstId,
+    reg: Reg,
+    from: fencelint_cfg::BlockId,
+    mut found: impl FnMut(InstId) -> bool,
 ) -> bool {
     let func = analysis.func;
     let mut seen = std::collections::BTreeSet::from([from]);
@@ -210,13 +282,17 @@ fn used_after(
     let mut steps = 0;
     while let Some(block) = queue.pop_front() {
         let mut killed = false;
-        for id in analysis.cfg.block(block).ids() {
+        let start_after_def = block == from && analysis.cfg.block_of(def) == from;
+        for id in analysis.cfg.block(block).ids().filter(|&id| !start_after_def || id > def) {
             steps += 1;
             if steps > USE_SEARCH_LIMIT {
                 return false;
             }
             let inst = func.inst(id);
-            if inst.uses.contains(&reg) && analysis.reaching_defs(id, reg).defs.contains(&def) {
+            if inst.uses.contains(&reg)
+                && analysis.reaching_defs(id, reg).defs.contains(&def)
+                && found(id)
+            {
                 return true;
             }
             if inst.guard.is_none() && inst.defs.contains(&reg) {
@@ -539,6 +615,31 @@ fn report(cx: &mut FunctionCx<'_>, poll: &Poll, read: InstId, n_reads: usize, n_
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Which comparisons look only at bits outside a field.
+    #[test]
+    fn tests_outside_a_field() {
+        let signed = |relation| IntCompare { relation, signed: true, bits: 32 };
+        let unsigned = |relation| IntCompare { relation, signed: false, bits: 32 };
+        let count = 0x3fff_ffff;
+        // Sign tests: `> -1`, `>= 0`, `< 0`, `<= -1`.
+        assert!(tests_outside(signed(Relation::Gt), -1, count));
+        assert!(tests_outside(signed(Relation::Ge), 0, count));
+        assert!(tests_outside(signed(Relation::Lt), 0, count));
+        assert!(tests_outside(signed(Relation::Le), -1, count));
+        // The field holds the sign bit, or the test looks at more than the sign.
+        assert!(!tests_outside(signed(Relation::Ge), 0, -1));
+        assert!(!tests_outside(signed(Relation::Gt), 0, count));
+        assert!(!tests_outside(signed(Relation::Ne), 0, count));
+        // Unsigned bounds at a power of two above the field.
+        assert!(tests_outside(unsigned(Relation::Ge), 0x4000_0000, count));
+        assert!(tests_outside(unsigned(Relation::Gt), 0x3fff_ffff, count));
+        assert!(tests_outside(unsigned(Relation::Lt), 0x100, 0xff));
+        assert!(!tests_outside(unsigned(Relation::Ge), 0x100, 0x1ff));
+        assert!(!tests_outside(unsigned(Relation::Ge), 0x300, 0xff));
+        assert!(!tests_outside(unsigned(Relation::Eq), 0x4000_0000, count));
+        assert!(!tests_outside(unsigned(Relation::Ge), 1, 0));
+    }
 
     /// Where polls share walks (a function with no acquire load or atomic), each poll gets the
     /// reads that a walk of its own gives, on every function of every compiled fixture, whether
