@@ -144,6 +144,7 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
                 || lp.feeds_itself(analysis, load)
                 || carries_its_data(analysis, lp, load, branch, to)
                 || packs_status_and_value(analysis, load)
+                || is_its_own_flag(analysis, lp, load, branch, to)
             {
                 continue;
             }
@@ -222,6 +223,63 @@ fn packs_status_and_value(analysis: &FunctionAnalysis<'_>, load: InstId) -> bool
     })
 }
 
+/// Whether the poll reads a value that is its own flag: a floating-point value that starts as a
+/// sentinel (NaN), polled until it is a number and then used (cuSPARSE's sync-free triangular
+/// solves write each element of the solution once into a vector filled with NaN, and a row
+/// waits for the elements it needs with `FSETP.GTU.AND P0, PT, |R0|, +INF, PT`). The exit is
+/// decided by a floating-point comparison and the value the poll read, or a copy of it, is used
+/// after the exit. As with a packet, the thread reads its data with its flag; what it reads
+/// next was not published by it. A float compared and then dropped is still a poll.
+fn is_its_own_flag(
+    analysis: &FunctionAnalysis<'_>,
+    lp: &Loop,
+    load: InstId,
+    branch: InstId,
+    exit_to: fencelint_cfg::BlockId,
+) -> bool {
+    let func = analysis.func;
+    let Some(guard) = func.inst(branch).guard else { return false };
+    let reach = analysis.reaching_defs(branch, guard.reg);
+    if reach.defs.is_empty() || !reach.defs.iter().all(|&def| is_float_compare(func.inst(def))) {
+        return false;
+    }
+    // The code after the exit, including code that a path skipping the loop reaches too
+    // (ptxas peels the first poll out of the loop, so the value used after it may come from
+    // either); each use must still see this load's definition, and the loop's own test, reached
+    // again round an outer loop, is no use.
+    let used = |def: InstId, reg: Reg| {
+        visit_uses_in(analysis, def, reg, exit_to, Region::Reachable, |id| {
+            !lp.contains_inst(analysis, id)
+        })
+    };
+    let block = analysis.cfg.block_of(load);
+    func.inst(load).defs.iter().any(|&reg| {
+        if used(load, reg) {
+            return true;
+        }
+        // PTX moves the loaded bits into a float register first (`mov.b32 %f1, %r2`).
+        let mut copies = Vec::new();
+        visit_uses(analysis, load, reg, block, |id| {
+            if matches!(func.inst(id).value, Some(ValueOp::Copy(src)) if src == reg) {
+                copies.push(id);
+            }
+            false
+        });
+        copies.iter().any(|&copy| func.inst(copy).defs.first().is_some_and(|&def| used(copy, def)))
+    })
+}
+
+/// A floating-point comparison: PTX `setp` of a float type or `testp`, SASS `FSETP`, `DSETP`,
+/// `HSETP2`.
+fn is_float_compare(inst: &Inst) -> bool {
+    let mut words = inst.opcode.split('.');
+    match words.next().unwrap_or("") {
+        "FSETP" | "DSETP" | "HSETP2" | "testp" => true,
+        "setp" => words.any(|w| matches!(w, "f16" | "f16x2" | "bf16" | "bf16x2" | "f32" | "f64")),
+        _ => false,
+    }
+}
+
 /// Whether `value <compare> bound` depends only on bits of `value` outside `field`: a sign test
 /// (`> -1`, `>= 0`, `< 0`, `<= -1`) when `field` leaves the sign bit out, or an unsigned test
 /// against a power of two (`>= 2^k`, `> 2^k - 1`, and their negations) above `field`.
@@ -274,6 +332,27 @@ fn visit_uses(
     def: InstId,
     reg: Reg,
     from: fencelint_cfg::BlockId,
+    found: impl FnMut(InstId) -> bool,
+) -> bool {
+    visit_uses_in(analysis, def, reg, from, Region::Dominated, found)
+}
+
+/// Which blocks after `from` a use search enters.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Region {
+    /// Only the blocks `from` dominates.
+    Dominated,
+    /// Every block reachable from `from`.
+    Reachable,
+}
+
+/// [`visit_uses`] over the given region.
+fn visit_uses_in(
+    analysis: &FunctionAnalysis<'_>,
+    def: InstId,
+    reg: Reg,
+    from: fencelint_cfg::BlockId,
+    region: Region,
     mut found: impl FnMut(InstId) -> bool,
 ) -> bool {
     let func = analysis.func;
@@ -304,7 +383,8 @@ fn visit_uses(
             continue;
         }
         for succ in analysis.cfg.successors(block) {
-            if analysis.block_dominates(from, succ) && seen.insert(succ) {
+            let inside = region == Region::Reachable || analysis.block_dominates(from, succ);
+            if inside && seen.insert(succ) {
                 queue.push_back(succ);
             }
         }
