@@ -84,7 +84,8 @@ impl FunctionAnalysis<'_> {
                 | ValueOp::Compare(..)
                 | ValueOp::PredAnd(..)
                 | ValueOp::PredOr(..)
-                | ValueOp::PredNot(_),
+                | ValueOp::PredNot(_)
+                | ValueOp::Vote { .. },
             )
             | None => None,
         }
@@ -167,7 +168,8 @@ impl FunctionAnalysis<'_> {
                             | ValueOp::Compare(..)
                             | ValueOp::PredAnd(..)
                             | ValueOp::PredOr(..)
-                            | ValueOp::PredNot(_),
+                            | ValueOp::PredNot(_)
+                            | ValueOp::Vote { .. },
                         )
                         | None => sum.terms.push(AddrRoot::Def(*def)),
                     }

@@ -281,11 +281,11 @@ fn locations_source_points_at_the_cu_line_and_input_at_the_ptx() {
     let source = check("short", &[]);
     let input = check("short", &["--locations", "input"]);
     assert_eq!(source, check("short", &["--locations", "source"]), "source is the default");
-    // Four kernels poll through the inlined helper at line 28 of the source.
+    // Five kernels poll through the inlined helper at line 28 of the source.
     let ptx = "`ld.acquire.gpu.global.u32` acquires";
     let at_source = "fixtures/kernels/spin_poll.cu:28:5: warning[acquire-in-poll-loop]: \
          `ld.acquire.gpu.global.u32` acquires on every iteration of a spin loop";
-    assert_eq!(lines_with(&source, ptx), [at_source; 4]);
+    assert_eq!(lines_with(&source, ptx), [at_source; 5]);
     // With `input`, each points at its `ld.acquire` line of the PTX.
     let ptx_text =
         std::fs::read_to_string(repo().join("fixtures/compiled/sm_90a/spin_poll.ptx")).unwrap();
@@ -294,7 +294,7 @@ fn locations_source_points_at_the_cu_line_and_input_at_the_ptx() {
     let suffix = ":2: warning[acquire-in-poll-loop]: \
                   `ld.acquire.gpu.global.u32` acquires on every iteration of a spin loop";
     let at_input = lines_with(&input, ptx);
-    assert_eq!(at_input.len(), 4, "{input}");
+    assert_eq!(at_input.len(), 5, "{input}");
     let first_line = at_input
         .iter()
         .map(|finding| {

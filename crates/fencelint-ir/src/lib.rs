@@ -161,6 +161,15 @@ pub enum ValueOp {
     PredAnd(Reg, Reg),
     PredOr(Reg, Reg),
     PredNot(Reg),
+    /// A warp vote into a predicate: PTX `vote.sync.any.pred %p2, %p1, mask`, SASS
+    /// `VOTE.ANY P0, !P0` (`negated`: the lane's predicate is inverted first). `all` for
+    /// `.all`, false for `.any`. Lets a walk that knows the vote's outcome tell the lane's own:
+    /// an `any` that is false was false in every lane, an `all` that is true was true.
+    Vote {
+        all: bool,
+        src: Reg,
+        negated: bool,
+    },
 }
 
 /// An integer comparison: the relation, whether it is signed, and the operand width.

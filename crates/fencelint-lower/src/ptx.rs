@@ -456,6 +456,21 @@ fn value_op(
                 },
             }
         }
+        "vote" if ops.len() >= 2 && instruction.modifiers().last() == Some(&"pred") => {
+            let all = match instruction.modifiers() {
+                ["sync", mode, "pred"] | [mode, "pred"] => *mode == "all",
+                _ => return None,
+            };
+            if !all && !instruction.modifiers().contains(&"any") {
+                return None;
+            }
+            let (name, negated) = match src.kind {
+                ast::OperandKind::Name(name) => (name, false),
+                ast::OperandKind::Negated(name) => (name, true),
+                _ => return None,
+            };
+            is_reg(name).then(|| ValueOp::Vote { all, src: func.intern_reg(name), negated })
+        }
         "not" if instruction.modifiers() == ["pred"] && ops.len() == 2 => {
             reg_of(func, src).map(ValueOp::PredNot)
         }

@@ -575,6 +575,7 @@ fn def_count(defs: Defs, operands: &[Operand<'_>]) -> usize {
                     .count()
             }
         }
+        Defs::AllButLast => operands.len().saturating_sub(1),
     };
     n.min(operands.len())
 }
@@ -833,6 +834,7 @@ fn value_op(
     match rule {
         ValueRule::Isetp => isetp_value(func, opcode, operands),
         ValueRule::Lop3And => lop3_and_value(func, operands),
+        ValueRule::Vote => vote_value(func, opcode, operands),
         ValueRule::Copy | ValueRule::Ldc => source_value(func, operands.get(1)?),
         ValueRule::ImadMov => {
             let zero = |o: &Operand<'_>| o.reg().is_some_and(|r| r.reg.is_zero());
@@ -883,6 +885,30 @@ fn lop3_and_value(func: &mut Lowering, operands: &[Operand<'_>]) -> Option<Value
     let mask = b.imm()?;
     let reg = func.reg(a.reg()?.reg)?;
     Some(ValueOp::AndImm(reg, mask))
+}
+
+/// `VOTE.ANY Pd, [!]Ps` or `VOTE.ALL RZ, Pd, [!]Ps` (`VOTEU` with a uniform destination):
+/// `Pd` is the vote of `Ps` over the warp. The ballot forms that write a register give `None`.
+fn vote_value(func: &mut Lowering, opcode: &str, operands: &[Operand<'_>]) -> Option<ValueOp> {
+    let all = match opcode.split('.').nth(1)? {
+        "ANY" => false,
+        "ALL" => true,
+        _ => return None,
+    };
+    let (dest, src) = match operands {
+        [dest, src] => (dest, src),
+        [zero, dest, src] if zero.reg().is_some_and(|r| r.reg.is_zero()) => (dest, src),
+        _ => return None,
+    };
+    let predicate = |o: &Operand<'_>| {
+        o.reg().is_some_and(|r| is_predicate(r.reg) && !r.reg.is_true() && !o.neg && !o.abs)
+    };
+    if !predicate(dest) || dest.invert || !predicate(src) {
+        return None;
+    }
+    let negated = src.invert;
+    let src = func.reg(src.reg()?.reg)?;
+    Some(ValueOp::Vote { all, src, negated })
 }
 
 /// `ISETP.<relation>[.U32].AND Pd, PT, Ra, imm|RZ, PT`: `Pd` is `Ra <relation> imm`. Other

@@ -97,6 +97,9 @@ pub enum Defs {
     /// The first operand and the predicate operands right after it (carry-outs of `IADD3`,
     /// `LEA`): `IADD3 R4, P0, PT, R2, 0x4, RZ`.
     OnePlusPredicates,
+    /// Every operand but the last: `VOTE.ANY P0, !P0` writes `P0`, `VOTE.ANY R4, PT, P0` writes
+    /// `R4` and `PT`; the last operand is the predicate voted on.
+    AllButLast,
 }
 
 /// Which register value computation the instruction performs, for address analysis.
@@ -117,6 +120,9 @@ pub enum ValueRule {
     /// `LOP3.LUT R2, R1, 0x3fffffff, RZ, 0xc0, !PT`: a register and a constant (a lookup table
     /// that is `a & b` where the third input is zero).
     Lop3And,
+    /// `VOTE.ANY P0, !P1`, `VOTEU.ALL UP0, P1`: a warp vote into a predicate (not the ballot
+    /// form that writes a register).
+    Vote,
 }
 
 /// One row of the table.
@@ -498,6 +504,7 @@ fn meaning_of(class: Class, facts: &mut Facts<'_>) -> Result<Meaning, String> {
         None => default_defs,
         Some("mem") => Defs::Mem,
         Some("1+p") => Defs::OnePlusPredicates,
+        Some("n-1") => Defs::AllButLast,
         Some(n) => Defs::Count(n.parse().map_err(|_| format!("bad defs `{n}`"))?),
     };
     let value = match facts.get("value") {
@@ -509,6 +516,7 @@ fn meaning_of(class: Class, facts: &mut Facts<'_>) -> Result<Meaning, String> {
         Some("ldc") => Some(ValueRule::Ldc),
         Some("isetp") => Some(ValueRule::Isetp),
         Some("lop3_and") => Some(ValueRule::Lop3And),
+        Some("vote") => Some(ValueRule::Vote),
         Some(other) => return Err(format!("unknown value rule `{other}`")),
     };
     let scoreboard = match facts.get("scoreboard") {

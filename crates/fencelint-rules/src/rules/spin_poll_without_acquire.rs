@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use fencelint_cfg::{FunctionAnalysis, Loop, Point};
 use fencelint_ir::{
-    AsyncOp, Barrier, BulkDir, Dialect, FenceKind, Inst, InstId, InstKind, IntCompare, MemAccess,
-    MultimemOp, Reg, Relation, Scope, Sem, Space, ValueOp,
+    AddrBase, AsyncOp, Barrier, BulkDir, Dialect, FenceKind, Inst, InstId, InstKind, IntCompare,
+    MemAccess, MultimemOp, Reg, Relation, Scope, Sem, Space, ValueOp,
 };
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
@@ -223,13 +223,22 @@ fn packs_status_and_value(analysis: &FunctionAnalysis<'_>, load: InstId) -> bool
     })
 }
 
-/// Whether the poll reads a value that is its own flag: a floating-point value that starts as a
-/// sentinel (NaN), polled until it is a number and then used (cuSPARSE's sync-free triangular
-/// solves write each element of the solution once into a vector filled with NaN, and a row
-/// waits for the elements it needs with `FSETP.GTU.AND P0, PT, |R0|, +INF, PT`). The exit is
-/// decided by a floating-point comparison and the value the poll read, or a copy of it, is used
-/// after the exit. As with a packet, the thread reads its data with its flag; what it reads
-/// next was not published by it. A float compared and then dropped is still a poll.
+/// Whether the poll reads a value that is its own flag: a value that starts as a sentinel, is
+/// written once by its producer, and is polled until it is no longer the sentinel and then
+/// used. The thread reads its data with its flag, as with a packet; what it reads next was not
+/// published by it. Two sentinels are recognised:
+///
+/// - NaN: the exit is decided by a floating-point comparison (cuSPARSE's sync-free triangular
+///   solves write each element of the solution once into a vector filled with NaN, and a row
+///   waits for the elements it needs with `FSETP.GTU.AND P0, PT, |R0|, +INF, PT`);
+/// - all bits set: the exit is taken only when the value differs from all ones of its width
+///   ([`exits_past_sentinel`]; cuSPARSE's `reduce_by_key` look-back polls a tile's aggregate with
+///   `ld.global.cg.b16` until it is not `-1`), and the value does not go into an address after
+///   the exit ([`indexes_memory`]): an index read until it is valid points at data published
+///   behind it.
+///
+/// Either way the value the poll read, or a copy of it, must be used after the exit: a value
+/// compared and then dropped is still a poll.
 fn is_its_own_flag(
     analysis: &FunctionAnalysis<'_>,
     lp: &Loop,
@@ -240,33 +249,250 @@ fn is_its_own_flag(
     let func = analysis.func;
     let Some(guard) = func.inst(branch).guard else { return false };
     let reach = analysis.reaching_defs(branch, guard.reg);
-    if reach.defs.is_empty() || !reach.defs.iter().all(|&def| is_float_compare(func.inst(def))) {
+    let float =
+        !reach.defs.is_empty() && reach.defs.iter().all(|&def| is_float_compare(func.inst(def)));
+    if !float && !exits_past_sentinel(analysis, lp, load, branch, exit_to) {
+        return false;
+    }
+    let values = polled_values(analysis, load);
+    if !float && indexes_memory(analysis, lp, &values, exit_to) {
         return false;
     }
     // The code after the exit, including code that a path skipping the loop reaches too
     // (ptxas peels the first poll out of the loop, so the value used after it may come from
     // either); each use must still see this load's definition, and the loop's own test, reached
     // again round an outer loop, is no use.
-    let used = |def: InstId, reg: Reg| {
+    values.iter().any(|&(def, reg)| {
         visit_uses_in(analysis, def, reg, exit_to, Region::Reachable, |id| {
             !lp.contains_inst(analysis, id)
         })
-    };
+    })
+}
+
+/// The registers that hold what the poll read, with the instruction that wrote each: the load's
+/// own, and copies made in code after it (PTX moves the loaded bits into a float register,
+/// `mov.b32 %f1, %r2`, or splits a 64-bit word into halves, `mov.b64 {%r1, %r2}, %rd1`).
+fn polled_values(analysis: &FunctionAnalysis<'_>, load: InstId) -> Vec<(InstId, Reg)> {
+    let func = analysis.func;
     let block = analysis.cfg.block_of(load);
-    func.inst(load).defs.iter().any(|&reg| {
-        if used(load, reg) {
-            return true;
-        }
-        // PTX moves the loaded bits into a float register first (`mov.b32 %f1, %r2`).
-        let mut copies = Vec::new();
+    let mut values: Vec<(InstId, Reg)> = func.inst(load).defs.iter().map(|&r| (load, r)).collect();
+    for &reg in &func.inst(load).defs {
         visit_uses(analysis, load, reg, block, |id| {
-            if matches!(func.inst(id).value, Some(ValueOp::Copy(src)) if src == reg) {
-                copies.push(id);
+            let inst = func.inst(id);
+            if is_copy_of(inst, reg) {
+                values.extend(inst.defs.iter().map(|&def| (id, def)));
             }
             false
         });
-        copies.iter().any(|&copy| func.inst(copy).defs.first().is_some_and(|&def| used(copy, def)))
-    })
+    }
+    values
+}
+
+/// Whether `inst` copies `reg` and nothing else: a `Copy`, or a PTX `mov` that splits it into
+/// parts.
+fn is_copy_of(inst: &Inst, reg: Reg) -> bool {
+    match inst.value {
+        Some(ValueOp::Copy(src)) => src == reg,
+        Some(_) => false,
+        None => inst.opcode.starts_with("mov.") && inst.uses.as_slice() == [reg],
+    }
+}
+
+/// Whether the loop exits to `exit_to` only when the value `load` read differs from a sentinel
+/// with every bit set (`-1`, `0xffff` in 16 bits): what the branch's guard must be on that edge
+/// is followed back through predicate logic and warp votes (`vote.sync.any.pred` false means
+/// false in every lane) to comparisons, and each must be an (in)equality with all ones of a
+/// value made from what the poll read that the edge says differs from it.
+fn exits_past_sentinel(
+    analysis: &FunctionAnalysis<'_>,
+    lp: &Loop,
+    load: InstId,
+    branch: InstId,
+    exit_to: fencelint_cfg::BlockId,
+) -> bool {
+    let func = analysis.func;
+    let inst = func.inst(branch);
+    let Some(guard) = inst.guard else { return false };
+    let taken = inst.control.targets.iter().any(|&t| analysis.cfg.block_of(t) == exit_to);
+    let falls = inst.control.falls_through
+        && branch.index() + 1 < func.insts.len()
+        && analysis.cfg.block_of(InstId(branch.0 + 1)) == exit_to;
+    if taken == falls {
+        return false;
+    }
+    // SASS compares a zero-extended 16-bit value with `0xffff` at 32 bits.
+    let width = polled_access(func.inst(load)).and_then(|mem| mem.width);
+    // What each predicate is on the exit edge, from the guard back.
+    let mut work = vec![(branch, guard.reg, taken != guard.negated)];
+    let mut compares = 0;
+    let mut steps = 0;
+    while let Some((at, reg, truth)) = work.pop() {
+        steps += 1;
+        let reach = analysis.reaching_defs(at, reg);
+        let [def] = reach.defs[..] else { return false };
+        let def_inst = func.inst(def);
+        if steps > 16
+            || reach.from_entry
+            || def_inst.guard.is_some()
+            || !lp.contains_inst(analysis, def)
+        {
+            return false;
+        }
+        match def_inst.value {
+            Some(ValueOp::Compare(compare, src, bound)) => {
+                let differs = match compare.relation {
+                    Relation::Eq => !truth,
+                    Relation::Ne => truth,
+                    _ => return false,
+                };
+                if !differs
+                    || !is_sentinel(bound, compare.bits, width)
+                    || derived_from(analysis, def, src, load, 0) != Some(true)
+                {
+                    return false;
+                }
+                compares += 1;
+            }
+            Some(ValueOp::Copy(src)) => work.push((def, src, truth)),
+            Some(ValueOp::PredNot(src)) => work.push((def, src, !truth)),
+            Some(ValueOp::PredAnd(a, b)) if truth => work.extend([(def, a, true), (def, b, true)]),
+            Some(ValueOp::PredOr(a, b)) if !truth => {
+                work.extend([(def, a, false), (def, b, false)]);
+            }
+            // An `any` that is false was false in every lane, an `all` that is true was true.
+            Some(ValueOp::Vote { all, src, negated }) if all == truth => {
+                work.push((def, src, truth != negated));
+            }
+            _ => return false,
+        }
+    }
+    compares > 0
+}
+
+/// Whether `bound`, compared at `bits`, has every bit set: of the comparison's width (`-1`,
+/// `0xffff` at 16 bits) or of the polled element's narrower `width` (`0xffff` at 32 bits
+/// against a zero-extended 16-bit load).
+fn is_sentinel(bound: i64, bits: u8, width: Option<u32>) -> bool {
+    let ones = |bits: u32| if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    let bits = u32::from(bits.clamp(1, 64));
+    let value = bound.cast_unsigned() & ones(bits);
+    value == ones(bits) || width.is_some_and(|w| w > 0 && w < bits && value == ones(w))
+}
+
+/// Whether `reg` at `at` holds what `load` read (`Some(true)`), only constants that stand in for
+/// it where the load did not run (`Some(false)`: `mov.b32 %r1, 0f00000000` before a guarded
+/// load), or
+/// anything else (`None`). Looks through copies, splits, and the `and` of two such values (both
+/// halves of a 64-bit word compared with all ones at once) and SASS byte permutes (`PRMT R4, R0, 0x9910, RZ` sign-extends
+/// a 16-bit value).
+fn derived_from(
+    analysis: &FunctionAnalysis<'_>,
+    at: InstId,
+    reg: Reg,
+    load: InstId,
+    depth: u32,
+) -> Option<bool> {
+    let func = analysis.func;
+    let reach = analysis.reaching_defs(at, reg);
+    if depth > 4 || reach.from_entry || reach.defs.is_empty() {
+        return None;
+    }
+    let mut any = false;
+    for &def in &reach.defs {
+        if def == load {
+            any = true;
+            continue;
+        }
+        let inst = func.inst(def);
+        let from = match inst.value {
+            Some(ValueOp::Imm(_)) => Some(false),
+            Some(ValueOp::Copy(src)) => derived_from(analysis, def, src, load, depth + 1),
+            Some(_) => None,
+            // A floating-point constant (`mov.b32 %r1, 0f00000000`).
+            None if inst.opcode.starts_with("mov.") && inst.uses.is_empty() => Some(false),
+            None if inst.opcode.starts_with("mov.") && inst.uses.len() == 1 => {
+                derived_from(analysis, def, inst.uses[0], load, depth + 1)
+            }
+            None if inst.opcode == "PRMT" && inst.uses.len() == 1 => {
+                derived_from(analysis, def, inst.uses[0], load, depth + 1)
+            }
+            None if inst.opcode.starts_with("and.") && inst.uses.len() == 2 => {
+                let a = derived_from(analysis, def, inst.uses[0], load, depth + 1)?;
+                let b = derived_from(analysis, def, inst.uses[1], load, depth + 1)?;
+                Some(a || b)
+            }
+            None => None,
+        };
+        any |= from?;
+    }
+    Some(any)
+}
+
+/// Whether a value the poll read may go, in code after the exit, into the address of a memory
+/// access: then it is an index or a pointer to data published behind it, not data of its own.
+/// Follows the values through every instruction that reads them (the definitions that reach each
+/// use are checked); a search that gives up answers yes.
+fn indexes_memory(
+    analysis: &FunctionAnalysis<'_>,
+    lp: &Loop,
+    values: &[(InstId, Reg)],
+    exit_to: fencelint_cfg::BlockId,
+) -> bool {
+    let func = analysis.func;
+    let mut sites: std::collections::BTreeSet<InstId> = values.iter().map(|&(d, _)| d).collect();
+    let mut regs: std::collections::BTreeSet<Reg> = values.iter().map(|&(_, r)| r).collect();
+    // Blocks after the exit, in breadth-first order; a second pass catches values carried round
+    // loops after the exit.
+    let mut order = vec![exit_to];
+    let mut seen = std::collections::BTreeSet::from([exit_to]);
+    let mut next = 0;
+    while next < order.len() {
+        let block = order[next];
+        next += 1;
+        for succ in analysis.cfg.successors(block) {
+            if !lp.contains(succ) && seen.insert(succ) {
+                order.push(succ);
+            }
+        }
+    }
+    let mut steps = 0;
+    for _ in 0..2 {
+        for &block in &order {
+            for id in analysis.cfg.block(block).ids() {
+                steps += 1;
+                if steps > USE_SEARCH_LIMIT * 2 {
+                    return true;
+                }
+                let inst = func.inst(id);
+                let carried = |reg: &Reg| {
+                    regs.contains(reg)
+                        && analysis.reaching_defs(id, *reg).defs.iter().any(|d| sites.contains(d))
+                };
+                if !inst.uses.iter().any(carried) {
+                    continue;
+                }
+                if address_regs(inst).any(|reg| carried(&reg)) {
+                    return true;
+                }
+                sites.insert(id);
+                regs.extend(inst.defs.iter().copied());
+            }
+        }
+    }
+    false
+}
+
+/// The registers that make up the addresses of `inst`.
+fn address_regs(inst: &Inst) -> impl Iterator<Item = Reg> + '_ {
+    inst.address
+        .iter()
+        .chain(inst.extra_addresses.iter().map(|(_, address)| address))
+        .flat_map(|address| match &address.base {
+            AddrBase::Reg(reg) => std::slice::from_ref(reg),
+            AddrBase::Complex(regs) => regs.as_slice(),
+            AddrBase::Symbol(_) | AddrBase::Absolute => &[],
+        })
+        .copied()
 }
 
 /// A floating-point comparison: PTX `setp` of a float type or `testp`, SASS `FSETP`, `DSETP`,
@@ -719,6 +945,24 @@ mod tests {
         assert!(!tests_outside(unsigned(Relation::Ge), 0x300, 0xff));
         assert!(!tests_outside(unsigned(Relation::Eq), 0x4000_0000, count));
         assert!(!tests_outside(unsigned(Relation::Ge), 1, 0));
+    }
+
+    /// Which bounds are a sentinel with every bit set.
+    #[test]
+    fn all_ones_sentinels() {
+        assert!(is_sentinel(-1, 32, Some(32)));
+        assert!(is_sentinel(-1, 16, Some(16)));
+        assert!(is_sentinel(0xffff, 16, None));
+        assert!(is_sentinel(-1, 64, Some(64)));
+        // A zero-extended 16-bit value compared at 32 bits.
+        assert!(is_sentinel(0xffff, 32, Some(16)));
+        assert!(!is_sentinel(0xffff, 32, Some(32)));
+        assert!(!is_sentinel(0xffff, 32, None));
+        assert!(!is_sentinel(0, 32, Some(32)));
+        assert!(!is_sentinel(0xfffe, 32, Some(16)));
+        assert!(!is_sentinel(0xff, 32, Some(16)));
+        // A 128-bit vector's width says nothing about one 32-bit comparison.
+        assert!(!is_sentinel(0xffff, 32, Some(128)));
     }
 
     /// Where polls share walks (a function with no acquire load or atomic), each poll gets the
