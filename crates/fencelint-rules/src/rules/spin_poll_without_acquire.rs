@@ -347,7 +347,7 @@ fn exits_past_sentinel(
                 };
                 if !differs
                     || !is_sentinel(bound, compare.bits, width)
-                    || derived_from(analysis, def, src, load, 0) != Some(true)
+                    || derived_from(analysis, def, src, load, &mut Vec::new()) != Some(true)
                 {
                     return false;
                 }
@@ -379,24 +379,29 @@ fn is_sentinel(bound: i64, bits: u8, width: Option<u32>) -> bool {
     value == ones(bits) || width.is_some_and(|w| w > 0 && w < bits && value == ones(w))
 }
 
-/// Whether `reg` at `at` holds what `load` read (`Some(true)`), only constants that stand in for
-/// it where the load did not run (`Some(false)`: `mov.b32 %r1, 0f00000000` before a guarded
-/// load), or
-/// anything else (`None`). Looks through copies, splits, and the `and` of two such values (both
-/// halves of a 64-bit word compared with all ones at once) and SASS byte permutes (`PRMT R4, R0, 0x9910, RZ` sign-extends
-/// a 16-bit value).
+/// Whether `reg` at `at` holds what `load` read (`Some(true)`), only values that stand in for
+/// it where the load did not run (`Some(false)`: a constant such as `mov.b32 %r1, 0f00000000`
+/// or `HFMA2 R0, -RZ, RZ, 0, 0` before a guarded load, or what the register held on entry), or anything else (`None`).
+/// Looks through copies, splits, the `and` of two such values (both halves of a 64-bit word
+/// compared with all ones at once) and SASS byte permutes (`PRMT R4, R0, 0x9910, RZ`
+/// sign-extends a 16-bit value; `PRMT R0, RZ, 0x7610, R0` clears one). A definition met again
+/// round a loop adds nothing.
 fn derived_from(
     analysis: &FunctionAnalysis<'_>,
     at: InstId,
     reg: Reg,
     load: InstId,
-    depth: u32,
+    seen: &mut Vec<(InstId, Reg)>,
 ) -> Option<bool> {
-    let func = analysis.func;
-    let reach = analysis.reaching_defs(at, reg);
-    if depth > 4 || reach.from_entry || reach.defs.is_empty() {
+    if seen.contains(&(at, reg)) {
+        return Some(false);
+    }
+    if seen.len() >= 16 {
         return None;
     }
+    seen.push((at, reg));
+    let func = analysis.func;
+    let reach = analysis.reaching_defs(at, reg);
     let mut any = false;
     for &def in &reach.defs {
         if def == load {
@@ -406,19 +411,30 @@ fn derived_from(
         let inst = func.inst(def);
         let from = match inst.value {
             Some(ValueOp::Imm(_)) => Some(false),
-            Some(ValueOp::Copy(src)) => derived_from(analysis, def, src, load, depth + 1),
+            Some(ValueOp::Copy(src)) => derived_from(analysis, def, src, load, seen),
             Some(_) => None,
-            // A floating-point constant (`mov.b32 %r1, 0f00000000`).
-            None if inst.opcode.starts_with("mov.") && inst.uses.is_empty() => Some(false),
-            None if inst.opcode.starts_with("mov.") && inst.uses.len() == 1 => {
-                derived_from(analysis, def, inst.uses[0], load, depth + 1)
+            // A value made of constants alone: a floating-point constant (`mov.b32 %r1,
+            // 0f00000000`), SASS's zeroing idioms (`HFMA2 R0, -RZ, RZ, 0, 0`, `CS2R R24, SRZ`).
+            // Not a read of memory or of a special register (`S2R R0, SR_TID.X`).
+            None if inst.uses.is_empty()
+                && !inst.kind.reads_memory()
+                && !inst.opcode.starts_with("S2") =>
+            {
+                Some(false)
             }
-            None if inst.opcode == "PRMT" && inst.uses.len() == 1 => {
-                derived_from(analysis, def, inst.uses[0], load, depth + 1)
+            // Constant bytes put into part of the register, the rest kept (`PRMT R0, RZ,
+            // 0x7610, R0`: ptxas's `mov.b16 %rs1, 0` for a 16-bit value in the low half).
+            None if inst.opcode == "PRMT" && inst.uses.as_slice() == inst.defs.as_slice() => {
+                Some(false)
+            }
+            None if (inst.opcode.starts_with("mov.") || inst.opcode == "PRMT")
+                && inst.uses.len() == 1 =>
+            {
+                derived_from(analysis, def, inst.uses[0], load, seen)
             }
             None if inst.opcode.starts_with("and.") && inst.uses.len() == 2 => {
-                let a = derived_from(analysis, def, inst.uses[0], load, depth + 1)?;
-                let b = derived_from(analysis, def, inst.uses[1], load, depth + 1)?;
+                let a = derived_from(analysis, def, inst.uses[0], load, seen)?;
+                let b = derived_from(analysis, def, inst.uses[1], load, seen)?;
                 Some(a || b)
             }
             None => None,
@@ -428,10 +444,11 @@ fn derived_from(
     Some(any)
 }
 
-/// Whether a value the poll read may go, in code after the exit, into the address of a memory
+/// Whether a value the poll read goes, in code after the exit, into the address of a memory
 /// access: then it is an index or a pointer to data published behind it, not data of its own.
 /// Follows the values through every instruction that reads them (the definitions that reach each
-/// use are checked); a search that gives up answers yes.
+/// use are checked); an address counts when the poll's value reaches it on every path (constants
+/// aside). A search that gives up answers yes.
 fn indexes_memory(
     analysis: &FunctionAnalysis<'_>,
     lp: &Loop,
@@ -471,7 +488,20 @@ fn indexes_memory(
                 if !inst.uses.iter().any(carried) {
                     continue;
                 }
-                if address_regs(inst).any(|reg| carried(&reg)) {
+                // An address register counts when what it holds comes from the poll on every
+                // path: SASS guards many definitions (`@P0 LEA R15, ...`), and a guarded one
+                // lets every earlier definition of the register reach past it.
+                let only_carried = |reg: Reg| {
+                    regs.contains(&reg) && {
+                        let reach = analysis.reaching_defs(id, reg);
+                        reach.defs.iter().any(|d| sites.contains(d))
+                            && reach.defs.iter().all(|d| {
+                                sites.contains(d)
+                                    || matches!(func.inst(*d).value, Some(ValueOp::Imm(_)))
+                            })
+                    }
+                };
+                if address_regs(inst).any(only_carried) {
                     return true;
                 }
                 sites.insert(id);
