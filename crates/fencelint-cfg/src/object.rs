@@ -85,7 +85,8 @@ impl FunctionAnalysis<'_> {
                 | ValueOp::PredAnd(..)
                 | ValueOp::PredOr(..)
                 | ValueOp::PredNot(_)
-                | ValueOp::Vote { .. },
+                | ValueOp::Vote { .. }
+                | ValueOp::CompareHigh { .. },
             )
             | None => None,
         }
@@ -169,7 +170,8 @@ impl FunctionAnalysis<'_> {
                             | ValueOp::PredAnd(..)
                             | ValueOp::PredOr(..)
                             | ValueOp::PredNot(_)
-                            | ValueOp::Vote { .. },
+                            | ValueOp::Vote { .. }
+                            | ValueOp::CompareHigh { .. },
                         )
                         | None => sum.terms.push(AddrRoot::Def(*def)),
                     }

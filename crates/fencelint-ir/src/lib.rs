@@ -170,6 +170,16 @@ pub enum ValueOp {
         src: Reg,
         negated: bool,
     },
+    /// The high half of a 64-bit (in)equality with a constant, SASS `ISETP.NE.AND.EX P0, PT,
+    /// R25, -0x1, PT, P0` after `ISETP.NE.U32.AND P0, PT, R24, -0x1, PT`: `ne` is
+    /// `high != bound || low`, `eq` is `high == bound && low`, where `low` is the predicate the
+    /// low halves' comparison wrote.
+    CompareHigh {
+        compare: IntCompare,
+        high: Reg,
+        bound: i64,
+        low: Reg,
+    },
 }
 
 /// An integer comparison: the relation, whether it is signed, and the operand width.

@@ -539,9 +539,10 @@ fn suffix_width(reg: &RegRef) -> u16 {
 
 /// How many consecutive registers the data operands of this opcode name (`LDG.E.128 R4` writes
 /// `R4..R7`, `LDC.64 R2` writes `R2`, `R3`, `IMAD.WIDE R2` writes `R2`, `R3`, and
-/// `LDSM.16.M88.4 R8` writes `R8..R11`, one register per 8x8 matrix).
+/// `LDSM.16.M88.4 R8` writes `R8..R11`, one register per 8x8 matrix; `CS2R R24, SRZ` writes
+/// `R24`, `R25`, `CS2R.32` one register).
 fn opcode_width(opcode: &str) -> u16 {
-    let mut width = 1;
+    let mut width = if opcode == "CS2R" { 2 } else { 1 };
     let mut matrices = false;
     for modifier in opcode.split('.').skip(1) {
         width = match modifier {
@@ -931,8 +932,15 @@ fn isetp_value(func: &mut Lowering, opcode: &str, operands: &[Operand<'_>]) -> O
         signed = false;
         word = words.next()?;
     }
-    if word != "AND" || words.next().is_some() {
+    if word != "AND" {
         return None;
+    }
+    match words.next() {
+        None => {}
+        Some("EX") if words.next().is_none() => {
+            return isetp_ex_value(func, relation, signed, operands);
+        }
+        Some(_) => return None,
     }
     let [_, second, a, b, combine] = operands else { return None };
     let always = |o: &Operand<'_>| !o.invert && o.reg().is_some_and(|r| r.reg.is_true());
@@ -959,6 +967,42 @@ fn isetp_value(func: &mut Lowering, opcode: &str, operands: &[Operand<'_>]) -> O
     let (value, reg) = (constant(a)?, register(func, b)?);
     compare.relation = relation.swapped();
     Some(ValueOp::Compare(compare, reg, value))
+}
+
+/// `ISETP.{NE,EQ}.AND.EX Pd, PT, Rhi, imm|RZ, PT, Plo`: the high half of a 64-bit
+/// (in)equality with a constant, whose low halves' comparison wrote `Plo`.
+fn isetp_ex_value(
+    func: &mut Lowering,
+    relation: Relation,
+    signed: bool,
+    operands: &[Operand<'_>],
+) -> Option<ValueOp> {
+    if !matches!(relation, Relation::Eq | Relation::Ne) {
+        return None;
+    }
+    let [_, second, a, b, combine, low] = operands else { return None };
+    let always = |o: &Operand<'_>| !o.invert && o.reg().is_some_and(|r| r.reg.is_true());
+    let plain = |o: &Operand<'_>| !(o.neg || o.invert || o.abs);
+    if !always(second) || !always(combine) || !plain(a) || !plain(b) || !plain(low) {
+        return None;
+    }
+    let high = match a.reg() {
+        Some(r) if !r.reg.is_special() && !is_predicate(r.reg) && !r.reg.is_zero() => {
+            func.reg(r.reg)?
+        }
+        _ => return None,
+    };
+    let bound = match b.reg() {
+        Some(r) if r.reg.is_zero() => 0,
+        Some(_) => return None,
+        None => b.imm()?,
+    };
+    let low = match low.reg() {
+        Some(r) if is_predicate(r.reg) && !r.reg.is_true() => func.reg(r.reg)?,
+        _ => return None,
+    };
+    let compare = IntCompare { relation, signed, bits: 32 };
+    Some(ValueOp::CompareHigh { compare, high, bound, low })
 }
 
 /// The first instruction at or after `address`, if the function has one.

@@ -221,11 +221,36 @@ fn comparisons_with_a_constant() {
         f.insts[3].value,
         Some(ValueOp::Compare(compare(Relation::Lt, true), reg("UR5"), -1))
     );
-    // A second destination, a combining predicate, `OR`, `.EX`, two registers, a constant-bank
-    // operand, a negated source: not a plain comparison with a constant.
-    for inst in &f.insts[4..] {
-        assert_eq!(inst.value, None, "{}", inst.opcode);
+    // `.EX`: the high half of a 64-bit comparison, with the low halves' predicate.
+    assert_eq!(
+        f.insts[8].value,
+        Some(ValueOp::CompareHigh {
+            compare: compare(Relation::Ne, true),
+            high: reg("R3"),
+            bound: 0,
+            low: reg("P0"),
+        })
+    );
+    // A second destination, a combining predicate, `OR`, two registers, a constant-bank operand,
+    // a negated source: not a plain comparison with a constant.
+    for (i, inst) in f.insts.iter().enumerate().skip(4).filter(|&(i, _)| i != 8) {
+        assert_eq!(inst.value, None, "{i} {}", inst.opcode);
     }
+}
+
+/// `CS2R Rd, SRZ` zeroes a register pair; `CS2R.32` one register.
+#[test]
+fn cs2r_writes_a_pair() {
+    let text = "
+		Function : k
+        /*0000*/                   CS2R R24, SRZ ;
+        /*0010*/                   CS2R.32 R4, SR_CLOCKLO ;
+		..........
+";
+    let modules = lower(text, SassFormat::CuobjdumpText);
+    let f = only_function(&modules);
+    assert_eq!(names(f, &f.insts[0].defs), ["R24", "R25"]);
+    assert_eq!(names(f, &f.insts[1].defs), ["R4"]);
 }
 
 #[test]

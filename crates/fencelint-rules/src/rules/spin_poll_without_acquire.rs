@@ -302,7 +302,8 @@ fn is_copy_of(inst: &Inst, reg: Reg) -> bool {
 /// with every bit set (`-1`, `0xffff` in 16 bits): what the branch's guard must be on that edge
 /// is followed back through predicate logic and warp votes (`vote.sync.any.pred` false means
 /// false in every lane) to comparisons, and each must be an (in)equality with all ones of a
-/// value made from what the poll read that the edge says differs from it.
+/// value made from what the poll read that the edge says differs from it (a 64-bit value in
+/// SASS: both halves, `ISETP.NE.U32.AND` then `ISETP.NE.AND.EX`).
 fn exits_past_sentinel(
     analysis: &FunctionAnalysis<'_>,
     lp: &Loop,
@@ -348,6 +349,32 @@ fn exits_past_sentinel(
                 if !differs
                     || !is_sentinel(bound, compare.bits, width)
                     || derived_from(analysis, def, src, load, &mut Vec::new()) != Some(true)
+                {
+                    return false;
+                }
+                compares += 1;
+            }
+            // A 64-bit value compared in two halves (SASS `.EX`): `ne` true or `eq` false says
+            // the whole value differs when both halves are compared with all ones.
+            Some(ValueOp::CompareHigh { compare, high, bound, low }) => {
+                let differs = match compare.relation {
+                    Relation::Eq => !truth,
+                    Relation::Ne => truth,
+                    _ => return false,
+                };
+                let [low_def] = analysis.reaching_defs(def, low).defs[..] else { return false };
+                let low_half = match func.inst(low_def).value {
+                    Some(ValueOp::Compare(c, reg, b)) if c.relation == compare.relation => {
+                        is_sentinel(b, c.bits, None)
+                            && derived_from(analysis, low_def, reg, load, &mut Vec::new())
+                                == Some(true)
+                    }
+                    _ => false,
+                };
+                if !differs
+                    || !low_half
+                    || !is_sentinel(bound, compare.bits, None)
+                    || derived_from(analysis, def, high, load, &mut Vec::new()) != Some(true)
                 {
                     return false;
                 }
