@@ -81,6 +81,7 @@ impl FunctionAnalysis<'_> {
             }
             Some(
                 ValueOp::AndImm(..)
+                | ValueOp::And(..)
                 | ValueOp::Compare(..)
                 | ValueOp::PredAnd(..)
                 | ValueOp::PredOr(..)
@@ -166,6 +167,7 @@ impl FunctionAnalysis<'_> {
                         }
                         Some(
                             ValueOp::AndImm(..)
+                            | ValueOp::And(..)
                             | ValueOp::Compare(..)
                             | ValueOp::PredAnd(..)
                             | ValueOp::PredOr(..)

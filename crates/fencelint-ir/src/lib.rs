@@ -152,6 +152,9 @@ pub enum ValueOp {
     /// `LOP3.LUT R2, R1, 0x3fffffff, RZ, 0xc0, !PT`. Lets a rule see a field taken out of a
     /// word.
     AndImm(Reg, i64),
+    /// A bitwise `and` of two registers: PTX `and.b32 %r3, %r1, %r2`, SASS `LOP3.LUT R3, R1,
+    /// R2, RZ, 0xc0, !PT`.
+    And(Reg, Reg),
     /// A predicate that compares a register with a constant: PTX `setp.ne.s32 %p1, %r2, 0`,
     /// SASS `ISETP.NE.AND P0, PT, R2, RZ, PT`. Lets a walk tell which way a branch goes on an
     /// edge where the register is a known constant.

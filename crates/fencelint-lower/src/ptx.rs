@@ -450,6 +450,7 @@ fn value_op(
             let other = ops.get(2)?;
             match (reg_of(func, src), other.as_integer()) {
                 (Some(reg), Some(imm)) => Some(ValueOp::AndImm(reg, imm)),
+                (Some(a), None) => reg_of(func, other).map(|b| ValueOp::And(a, b)),
                 _ => match (src.as_integer(), reg_of(func, other)) {
                     (Some(imm), Some(reg)) => Some(ValueOp::AndImm(reg, imm)),
                     _ => None,
@@ -1011,8 +1012,8 @@ mod tests {
         assert!(brx.control.indirect, "a table with an unknown label stays indirect");
     }
 
-    /// `and.b32` with a constant (either operand) is a mask; with two registers, or on
-    /// predicates, it is not.
+    /// `and.b32` with a constant (either operand) is a mask, with two registers an `And`; on
+    /// predicates it is `PredAnd`.
     #[test]
     fn and_with_a_constant_is_a_mask() {
         let text = ".version 8.5\n.target sm_90\n.address_size 64\n\
@@ -1042,7 +1043,8 @@ mod tests {
         };
         assert_eq!(value("and.b32", "%r2"), Some(fencelint_ir::ValueOp::AndImm(r1, 0x3fff_ffff)));
         assert_eq!(value("and.b32", "%r3"), Some(fencelint_ir::ValueOp::AndImm(r1, 0xff)));
-        assert_eq!(value("and.b32", "%r4"), None);
+        let r2 = fencelint_ir::Reg(func.regs.iter().position(|r| r == "%r2").unwrap() as u32);
+        assert_eq!(value("and.b32", "%r4"), Some(fencelint_ir::ValueOp::And(r1, r2)));
         assert!(matches!(value("and.pred", "%p3"), Some(fencelint_ir::ValueOp::PredAnd(..))));
     }
 }

@@ -864,9 +864,9 @@ fn value_op(
 
 /// `LOP3.LUT Rd, Ra, imm, RZ, lut, !PT` (`ULOP3.LUT` with uniform registers) whose table
 /// computes `a & b` when the third input is zero (bits 0, 2, 4 and 6 of the table, the rows
-/// where `c` is 0, are `0x40`; ptxas writes `0xc0`): `Rd` is `Ra & imm`. The form with a
-/// predicate destination, a register second source, or a third source other than zero gives
-/// `None`.
+/// where `c` is 0, are `0x40`; ptxas writes `0xc0`): `Rd` is `Ra & imm`, or `Ra & Rb` with a
+/// register second source. The form with a predicate destination or a third source other than
+/// zero gives `None`.
 fn lop3_and_value(func: &mut Lowering, operands: &[Operand<'_>]) -> Option<ValueOp> {
     let [dest, a, b, c, lut, combine] = operands else { return None };
     let plain = |o: &Operand<'_>| !(o.neg || o.invert || o.abs);
@@ -883,8 +883,11 @@ fn lop3_and_value(func: &mut Lowering, operands: &[Operand<'_>]) -> Option<Value
     if lut.imm()? & 0x55 != 0x40 {
         return None;
     }
-    let mask = b.imm()?;
     let reg = func.reg(a.reg()?.reg)?;
+    if general(b) {
+        return Some(ValueOp::And(reg, func.reg(b.reg()?.reg)?));
+    }
+    let mask = b.imm()?;
     Some(ValueOp::AndImm(reg, mask))
 }
 

@@ -274,9 +274,11 @@ fn masks_by_a_constant() {
     assert_eq!(f.insts[1].value, Some(ValueOp::AndImm(reg("UR5"), 0xff)));
     // `0x40` is `a & b & !c`, the same function when the third input is zero.
     assert_eq!(f.insts[2].value, Some(ValueOp::AndImm(reg("R11"), 0x3fff_ffff)));
-    // An `or`, a register mask, a third input, a predicate destination, an inverted source.
-    for inst in &f.insts[3..] {
-        assert_eq!(inst.value, None, "{}", inst.opcode);
+    // Two registers.
+    assert_eq!(f.insts[4].value, Some(ValueOp::And(reg("R11"), reg("R12"))));
+    // An `or`, a third input, a predicate destination, an inverted source.
+    for (i, inst) in f.insts.iter().enumerate().skip(3).filter(|&(i, _)| i != 4) {
+        assert_eq!(inst.value, None, "{i} {}", inst.opcode);
     }
 }
 

@@ -409,7 +409,7 @@ fn is_sentinel(bound: i64, bits: u8, width: Option<u32>) -> bool {
 /// Whether `reg` at `at` holds what `load` read (`Some(true)`), only values that stand in for
 /// it where the load did not run (`Some(false)`: a constant such as `mov.b32 %r1, 0f00000000`
 /// or `HFMA2 R0, -RZ, RZ, 0, 0` before a guarded load, or what the register held on entry), or anything else (`None`).
-/// Looks through copies, splits, the `and` of two such values (both halves of a 64-bit word
+/// Looks through copies, splits, masks, the `and` of two such values (both halves of a 64-bit word
 /// compared with all ones at once) and SASS byte permutes (`PRMT R4, R0, 0x9910, RZ`
 /// sign-extends a 16-bit value; `PRMT R0, RZ, 0x7610, R0` clears one). A definition met again
 /// round a loop adds nothing.
@@ -439,6 +439,14 @@ fn derived_from(
         let from = match inst.value {
             Some(ValueOp::Imm(_)) => Some(false),
             Some(ValueOp::Copy(src)) => derived_from(analysis, def, src, load, seen),
+            // A mask keeps the comparison honest: the bound must still be all ones of the
+            // loaded width (`LOP3.LUT R22, R21, 0xffff, RZ, 0xc0, !PT` of a 16-bit load).
+            Some(ValueOp::AndImm(src, _)) => derived_from(analysis, def, src, load, seen),
+            Some(ValueOp::And(a, b)) => {
+                let a = derived_from(analysis, def, a, load, seen)?;
+                let b = derived_from(analysis, def, b, load, seen)?;
+                Some(a || b)
+            }
             Some(_) => None,
             // A value made of constants alone: a floating-point constant (`mov.b32 %r1,
             // 0f00000000`), SASS's zeroing idioms (`HFMA2 R0, -RZ, RZ, 0, 0`, `CS2R R24, SRZ`).
@@ -458,11 +466,6 @@ fn derived_from(
                 && inst.uses.len() == 1 =>
             {
                 derived_from(analysis, def, inst.uses[0], load, seen)
-            }
-            None if inst.opcode.starts_with("and.") && inst.uses.len() == 2 => {
-                let a = derived_from(analysis, def, inst.uses[0], load, seen)?;
-                let b = derived_from(analysis, def, inst.uses[1], load, seen)?;
-                Some(a || b)
             }
             None => None,
         };
