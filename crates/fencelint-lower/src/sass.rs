@@ -577,6 +577,9 @@ fn def_count(defs: Defs, operands: &[Operand<'_>]) -> usize {
             }
         }
         Defs::AllButLast => operands.len().saturating_sub(1),
+        Defs::PredicatesPlusOne => {
+            1 + operands.iter().take_while(|o| o.reg().is_some_and(|r| is_predicate(r.reg))).count()
+        }
     };
     n.min(operands.len())
 }
@@ -865,15 +868,26 @@ fn value_op(
 /// `LOP3.LUT Rd, Ra, imm, RZ, lut, !PT` (`ULOP3.LUT` with uniform registers) whose table
 /// computes `a & b` when the third input is zero (bits 0, 2, 4 and 6 of the table, the rows
 /// where `c` is 0, are `0x40`; ptxas writes `0xc0`): `Rd` is `Ra & imm`, or `Ra & Rb` with a
-/// register second source. The form with a predicate destination or a third source other than
-/// zero gives `None`.
+/// register second source. With a predicate destination first (`LOP3.LUT P0, R6, R0,
+/// 0xc0000000, RZ, 0xc0, !PT`, `Rd` may be `RZ`) the value is the same and the predicate says
+/// whether it is non-zero. A third source other than zero gives `None`.
 fn lop3_and_value(func: &mut Lowering, operands: &[Operand<'_>]) -> Option<ValueOp> {
-    let [dest, a, b, c, lut, combine] = operands else { return None };
-    let plain = |o: &Operand<'_>| !(o.neg || o.invert || o.abs);
     let general = |o: &Operand<'_>| {
         o.reg().is_some_and(|r| !r.reg.is_zero() && !r.reg.is_special() && !is_predicate(r.reg))
     };
-    if !general(dest) || !general(a) || !plain(a) || !plain(b) {
+    let (dest, a, b, c, lut, combine) = match operands {
+        [dest, a, b, c, lut, combine] if general(dest) => (dest, a, b, c, lut, combine),
+        // A predicate destination first: the register destination may be `RZ`.
+        [p, dest, a, b, c, lut, combine]
+            if p.reg().is_some_and(|r| is_predicate(r.reg) && !r.reg.is_true())
+                && (general(dest) || dest.reg().is_some_and(|r| r.reg.is_zero())) =>
+        {
+            (dest, a, b, c, lut, combine)
+        }
+        _ => return None,
+    };
+    let plain = |o: &Operand<'_>| !(o.neg || o.invert || o.abs);
+    if !plain(dest) || !general(a) || !plain(a) || !plain(b) {
         return None;
     }
     let never = combine.invert && combine.reg().is_some_and(|r| r.reg.is_true());

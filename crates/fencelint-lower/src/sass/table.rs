@@ -100,6 +100,10 @@ pub enum Defs {
     /// Every operand but the last: `VOTE.ANY P0, !P0` writes `P0`, `VOTE.ANY R4, PT, P0` writes
     /// `R4` and `PT`; the last operand is the predicate voted on.
     AllButLast,
+    /// The predicate operands at the start and the operand after them: `LOP3.LUT P0, R6, R0,
+    /// 0xc0000000, RZ, 0xc0, !PT` writes `P0` (whether the result is non-zero) and `R6`;
+    /// `LOP3.LUT R6, R0, ...` writes `R6`.
+    PredicatesPlusOne,
 }
 
 /// Which register value computation the instruction performs, for address analysis.
@@ -505,6 +509,7 @@ fn meaning_of(class: Class, facts: &mut Facts<'_>) -> Result<Meaning, String> {
         Some("mem") => Defs::Mem,
         Some("1+p") => Defs::OnePlusPredicates,
         Some("n-1") => Defs::AllButLast,
+        Some("p+1") => Defs::PredicatesPlusOne,
         Some(n) => Defs::Count(n.parse().map_err(|_| format!("bad defs `{n}`"))?),
     };
     let value = match facts.get("value") {

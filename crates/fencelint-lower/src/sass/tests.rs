@@ -265,6 +265,7 @@ fn masks_by_a_constant() {
         /*0050*/                   LOP3.LUT R7, R11, 0x3fffffff, R12, 0xc0, !PT ;
         /*0060*/                   LOP3.LUT P0, RZ, R11, 0x3, RZ, 0xc0, !PT ;
         /*0070*/                   LOP3.LUT R7, ~R11, 0x3fffffff, RZ, 0xc0, !PT ;
+        /*0080*/                   LOP3.LUT P0, R6, R0, 0xc0000000, RZ, 0xc0, !PT ;
 		..........
 ";
     let modules = lower(text, SassFormat::CuobjdumpText);
@@ -276,9 +277,16 @@ fn masks_by_a_constant() {
     assert_eq!(f.insts[2].value, Some(ValueOp::AndImm(reg("R11"), 0x3fff_ffff)));
     // Two registers.
     assert_eq!(f.insts[4].value, Some(ValueOp::And(reg("R11"), reg("R12"))));
-    // An `or`, a third input, a predicate destination, an inverted source.
-    for (i, inst) in f.insts.iter().enumerate().skip(3).filter(|&(i, _)| i != 4) {
-        assert_eq!(inst.value, None, "{i} {}", inst.opcode);
+    // A predicate destination first: the predicate says whether the `and` is non-zero, and
+    // both destinations are written.
+    assert_eq!(f.insts[6].value, Some(ValueOp::AndImm(reg("R11"), 3)));
+    assert_eq!(names(f, &f.insts[6].defs), ["P0"]);
+    assert_eq!(f.insts[8].value, Some(ValueOp::AndImm(reg("R0"), 0xc000_0000)));
+    assert_eq!(names(f, &f.insts[8].defs), ["P0", "R6"]);
+    assert_eq!(names(f, &f.insts[8].uses), ["R0"]);
+    // An `or`, a third input, an inverted source.
+    for i in [3, 5, 7] {
+        assert_eq!(f.insts[i].value, None, "{i} {}", f.insts[i].opcode);
     }
 }
 
