@@ -237,8 +237,9 @@ fn packs_status_and_value(analysis: &FunctionAnalysis<'_>, load: InstId) -> bool
 ///   the exit ([`indexes_memory`]): an index read until it is valid points at data published
 ///   behind it.
 ///
-/// Either way the value the poll read, or a copy of it, must be used after the exit: a value
-/// compared and then dropped is still a poll.
+/// Either way the value the poll read, or a copy of it, must be used after the exit other than
+/// in a comparison: a value compared and then dropped, or tested again as a status, is still a
+/// poll.
 fn is_its_own_flag(
     analysis: &FunctionAnalysis<'_>,
     lp: &Loop,
@@ -261,12 +262,20 @@ fn is_its_own_flag(
     // The code after the exit, including code that a path skipping the loop reaches too
     // (ptxas peels the first poll out of the loop, so the value used after it may come from
     // either); each use must still see this load's definition, and the loop's own test, reached
-    // again round an outer loop, is no use.
+    // again round an outer loop, is no use. Nor is a comparison: a value tested again after the
+    // exit (`if (status == READY)`) is a status that guards other data, not data itself.
     values.iter().any(|&(def, reg)| {
         visit_uses_in(analysis, def, reg, exit_to, Region::Reachable, |id| {
-            !lp.contains_inst(analysis, id)
+            !lp.contains_inst(analysis, id) && !is_comparison(func.inst(id))
         })
     })
+}
+
+/// An instruction that only compares: a predicate from an integer or floating-point test.
+fn is_comparison(inst: &Inst) -> bool {
+    matches!(inst.value, Some(ValueOp::Compare(..) | ValueOp::CompareHigh { .. }))
+        || is_float_compare(inst)
+        || matches!(inst.opcode.split('.').next(), Some("setp" | "ISETP" | "UISETP"))
 }
 
 /// The registers that hold what the poll read, with the instruction that wrote each: the load's
