@@ -1047,4 +1047,24 @@ mod tests {
         assert_eq!(value("and.b32", "%r4"), Some(fencelint_ir::ValueOp::And(r1, r2)));
         assert!(matches!(value("and.pred", "%p3"), Some(fencelint_ir::ValueOp::PredAnd(..))));
     }
+
+    /// A `mov` that splits a register into parts copies it (the sentinel check of
+    /// spin-poll-without-acquire follows the halves of a polled 64-bit word through it).
+    #[test]
+    fn splitting_mov_is_a_copy() {
+        let text = ".version 8.5\n.target sm_90\n.address_size 64\n\
+                    .visible .entry k(.param .u64 p)\n{\n.reg .b32 %r<3>;\n.reg .b64 %rd<2>;\n\
+                    ld.param.u64 %rd1, [p];\n\
+                    mov.b64 {%r1, %r2}, %rd1;\n\
+                    ret;\n}\n";
+        let lowered = super::lower_text(FileId(0), text, 0);
+        assert!(lowered.diagnostics.is_empty(), "{:?}", lowered.diagnostics);
+        let func = lowered.modules.into_iter().next().unwrap().functions.remove(0);
+        let reg = |name: &str| {
+            fencelint_ir::Reg(func.regs.iter().position(|r| r == name).unwrap() as u32)
+        };
+        let split = func.insts.iter().find(|i| i.opcode.as_str() == "mov.b64").unwrap();
+        assert_eq!(split.value, Some(fencelint_ir::ValueOp::Copy(reg("%rd1"))));
+        assert_eq!(split.defs.as_slice(), [reg("%r1"), reg("%r2")]);
+    }
 }

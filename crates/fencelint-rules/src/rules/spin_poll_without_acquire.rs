@@ -273,8 +273,7 @@ fn is_its_own_flag(
 
 /// An instruction that only compares: a predicate from an integer or floating-point test.
 fn is_comparison(inst: &Inst) -> bool {
-    matches!(inst.value, Some(ValueOp::Compare(..) | ValueOp::CompareHigh { .. }))
-        || is_float_compare(inst)
+    is_float_compare(inst)
         || matches!(inst.opcode.split('.').next(), Some("setp" | "ISETP" | "UISETP"))
 }
 
@@ -297,14 +296,10 @@ fn polled_values(analysis: &FunctionAnalysis<'_>, load: InstId) -> Vec<(InstId, 
     values
 }
 
-/// Whether `inst` copies `reg` and nothing else: a `Copy`, or a PTX `mov` that splits it into
-/// parts.
+/// Whether `inst` copies `reg`: a `Copy` (the PTX lowering gives one to a `mov` that splits a
+/// register into parts too).
 fn is_copy_of(inst: &Inst, reg: Reg) -> bool {
-    match inst.value {
-        Some(ValueOp::Copy(src)) => src == reg,
-        Some(_) => false,
-        None => inst.opcode.starts_with("mov.") && inst.uses.as_slice() == [reg],
-    }
+    matches!(inst.value, Some(ValueOp::Copy(src)) if src == reg)
 }
 
 /// Whether the loop exits to `exit_to` only when the value `load` read differs from a sentinel
@@ -350,10 +345,8 @@ fn exits_past_sentinel(
         }
         match def_inst.value {
             Some(ValueOp::Compare(compare, src, bound)) => {
-                let differs = match compare.relation {
-                    Relation::Eq => !truth,
-                    Relation::Ne => truth,
-                    _ => return false,
+                let Some(differs) = differs_from_bound(compare.relation, truth) else {
+                    return false;
                 };
                 if !differs
                     || !is_sentinel(bound, compare.bits, width)
@@ -366,10 +359,8 @@ fn exits_past_sentinel(
             // A 64-bit value compared in two halves (SASS `.EX`): `ne` true or `eq` false says
             // the whole value differs when both halves are compared with all ones.
             Some(ValueOp::CompareHigh { compare, high, bound, low }) => {
-                let differs = match compare.relation {
-                    Relation::Eq => !truth,
-                    Relation::Ne => truth,
-                    _ => return false,
+                let Some(differs) = differs_from_bound(compare.relation, truth) else {
+                    return false;
                 };
                 let [low_def] = analysis.reaching_defs(def, low).defs[..] else { return false };
                 let low_half = match func.inst(low_def).value {
@@ -403,6 +394,16 @@ fn exits_past_sentinel(
         }
     }
     compares > 0
+}
+
+/// Whether an (in)equality with `truth` as its outcome says the value differs from the bound;
+/// `None` for other relations.
+fn differs_from_bound(relation: Relation, truth: bool) -> Option<bool> {
+    match relation {
+        Relation::Eq => Some(!truth),
+        Relation::Ne => Some(truth),
+        _ => None,
+    }
 }
 
 /// Whether `bound`, compared at `bits`, has every bit set: of the comparison's width (`-1`,
@@ -471,9 +472,7 @@ fn derived_from(
             None if inst.opcode == "PRMT" && inst.uses.as_slice() == inst.defs.as_slice() => {
                 Some(false)
             }
-            None if (inst.opcode.starts_with("mov.") || inst.opcode == "PRMT")
-                && inst.uses.len() == 1 =>
-            {
+            None if inst.opcode == "PRMT" && inst.uses.len() == 1 => {
                 derived_from(analysis, def, inst.uses[0], load, seen)
             }
             None => None,
