@@ -259,7 +259,7 @@ pub(crate) fn lint_binaries(
         // Two parts a worker: nvdisasm's time is not proportional to code size, and smaller
         // parts even out the end of the run (NCCL sm_90 on 2 cores: 126.6 s with 2 parts,
         // 121.6 s with 4; each part reloads the cubin, 1.7 s for NCCL's 108 MB one).
-        units = split_large_cubins(units, workers * 2);
+        units = split_large_cubins(units, workers * 2, SPLIT_SIZE);
     }
 
     // Largest first, so that the one huge cubin of a library does not start last.
@@ -859,13 +859,14 @@ pub(crate) fn demangle(name: &str) -> Option<String> {
 /// Cubins at least this large are disassembled in parts, one `nvdisasm -fun` process each.
 const SPLIT_SIZE: u64 = 4 << 20;
 
-/// Splits each large cubin into up to `parts` units of about equal code size, so that one huge
-/// cubin (NCCL has a 108 MB one) is disassembled by several processes at once.
-fn split_large_cubins(units: Vec<Unit>, parts: usize) -> Vec<Unit> {
+/// Splits each cubin of `min_size` bytes or more into up to `parts` units of about equal code
+/// size, so that one huge cubin (NCCL has a 108 MB one) is disassembled by several processes at
+/// once. Each code section goes to exactly one part ([`Elf::functions`]).
+fn split_large_cubins(units: Vec<Unit>, parts: usize, min_size: u64) -> Vec<Unit> {
     let mut out = Vec::with_capacity(units.len());
     for unit in units {
         let functions = match (&unit.path, unit.ptx) {
-            (Some(path), false) if unit.size >= SPLIT_SIZE && parts > 1 => {
+            (Some(path), false) if unit.size >= min_size && parts > 1 => {
                 Elf::open(path).and_then(|mut elf| elf.functions())
             }
             _ => None,
@@ -913,6 +914,68 @@ mod tests {
         assert_eq!(entry_number("no_number.sm_90.cubin"), u64::MAX);
         assert_eq!(entry_number("sm_90.cubin"), u64::MAX);
         assert_eq!(entry_number("plain"), u64::MAX);
+    }
+
+    /// The findings of a unit as comparable lines, sorted.
+    fn finding_lines(output: &UnitOutput) -> Vec<String> {
+        let mut lines: Vec<String> = output
+            .findings
+            .iter()
+            .flat_map(|f| f.diagnostics.iter())
+            .map(|d| format!("{} {:?} {}", d.rule, d.kernel, d.message))
+            .collect();
+        lines.sort();
+        lines
+    }
+
+    #[test]
+    fn a_cubin_in_parts_is_linted_once() {
+        // The kernels of tcgen05.cubin hold subroutines of their own; a part that named one of
+        // them disassembled (and linted) its kernel a second time.
+        let tools = Tools::discover(None);
+        if tools.nvdisasm.is_none() {
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("NOT RUN: `a_cubin_in_parts_is_linted_once` needs nvdisasm");
+            }
+            return;
+        }
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/compiled/sm_100a/tcgen05.cubin");
+        let size = std::fs::metadata(&path).unwrap().len();
+        let unit = || Unit {
+            binary: 0,
+            name: "tcgen05.cubin".into(),
+            member: None,
+            arch: Some("sm_100a".into()),
+            ptx: false,
+            path: Some(path.clone()),
+            size,
+            functions: None,
+            whole: 0,
+        };
+        let options = BinaryOptions {
+            archs: Vec::new(),
+            cuda_bin: None,
+            timeout: Duration::from_secs(120),
+            progress: false,
+        };
+        let settings = Settings::default();
+        let whole = lint_unit(&unit(), "tcgen05.cubin", &tools, &options, &settings, None);
+        let parts = split_large_cubins(vec![unit()], 4, 0);
+        assert_eq!(parts.len(), 4);
+        let mut functions = 0;
+        let mut lines = Vec::new();
+        for part in &parts {
+            let output = lint_unit(part, "tcgen05.cubin", &tools, &options, &settings, None);
+            assert!(output.error.is_none(), "{:?}", output.error);
+            functions += output.functions;
+            lines.extend(finding_lines(&output));
+        }
+        lines.sort();
+        assert!(!lines.is_empty());
+        assert_eq!(functions, whole.functions);
+        assert_eq!(lines, finding_lines(&whole));
     }
 
     #[test]

@@ -80,18 +80,34 @@ impl Elf {
         Some(self.sections.iter().any(|s| s.name == ".text" || s.name.starts_with(".text.")))
     }
 
-    /// The function symbols: (symbol index, size of the code section that holds it).
+    /// One function symbol per code section: (symbol index, size of the section). `nvdisasm
+    /// -fun` prints the whole section of the symbol it is given, and a kernel's section also
+    /// holds the subroutines that ptxas placed in it (`$__internal_0_$__cuda_sm20_div_rn_f64_full`
+    /// at an offset inside the kernel's code); one symbol of each section is enough to print
+    /// it, and a second one would print it again. The symbol at offset 0 (the function the
+    /// section is named after) is preferred.
     pub(crate) fn functions(&mut self) -> Option<Vec<(usize, u64)>> {
         let symtab = self.sections.iter().position(|s| s.kind == 2)?; // SHT_SYMTAB
         let (offset, size) = (self.sections[symtab].offset, self.sections[symtab].size);
         let symbols = self.read_at(offset, size)?;
-        let mut out = Vec::new();
+        // For each section: (offset of the symbol in it, symbol index) of the best symbol yet.
+        let mut chosen: Vec<Option<(u64, usize)>> = vec![None; self.sections.len()];
         for (index, symbol) in symbols.chunks_exact(24).enumerate() {
             let shndx = usize::from(u16_at(symbol, 6));
             if symbol[4] & 0xf == 2 && shndx > 0 && shndx < self.sections.len() {
-                out.push((index, self.sections[shndx].size));
+                let candidate = (u64_at(symbol, 8), index);
+                let best = &mut chosen[shndx];
+                if best.is_none_or(|best| candidate < best) {
+                    *best = Some(candidate);
+                }
             }
         }
+        let mut out: Vec<(usize, u64)> = chosen
+            .iter()
+            .enumerate()
+            .filter_map(|(shndx, best)| best.map(|(_, index)| (index, self.sections[shndx].size)))
+            .collect();
+        out.sort_unstable();
         Some(out)
     }
 
@@ -149,6 +165,28 @@ mod tests {
             Some("ptxas 13.2.78")
         );
         assert!(elf.functions().is_some_and(|f| f.len() >= 4));
+    }
+
+    #[test]
+    fn one_function_per_code_section() {
+        // tcgen05.cubin's kernels hold ptxas's guardrail subroutines (`$__internal_0_$...`,
+        // function symbols at an offset inside the kernel's section); `nvdisasm -fun` of such
+        // a symbol prints the whole kernel, so a second symbol of a section would lint the
+        // kernel twice when a large cubin is disassembled in parts.
+        let path = repo().join("fixtures/compiled/sm_100a/tcgen05.cubin");
+        let mut elf = Elf::open(&path).expect("a cubin");
+        let code_sections = elf.sections.iter().filter(|s| s.name.starts_with(".text.")).count();
+        let functions = elf.functions().expect("a symbol table");
+        assert!(code_sections > 1);
+        assert_eq!(functions.len(), code_sections, "{functions:?}");
+        let symtab = elf.sections.iter().position(|s| s.kind == 2).unwrap();
+        let (offset, size) = (elf.sections[symtab].offset, elf.sections[symtab].size);
+        let symbols = elf.read_at(offset, size).unwrap();
+        let internal = symbols.chunks_exact(24).filter(|s| s[4] & 0xf == 2 && u64_at(s, 8) != 0);
+        assert!(internal.count() > 0, "the fixture holds subroutines inside kernels");
+        for (index, _) in functions {
+            assert_eq!(u64_at(&symbols[index * 24..], 8), 0, "symbol {index} starts its section");
+        }
     }
 
     #[test]
