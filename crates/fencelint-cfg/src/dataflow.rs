@@ -328,10 +328,10 @@ impl FunctionAnalysis<'_> {
         found
     }
 
-    /// Whether `to`, the last instruction of its block (a branch), can execute after `from` on a
-    /// path that stays in blocks satisfying `stay_in` and meets no instruction satisfying
-    /// `is_blocker`, which must hold only for memory and ordering instructions (as for
-    /// [`FunctionAnalysis::reachable_avoiding_memory`]). The same answer as
+    /// Whether `to` (the exit branch of a loop, or any other instruction) can execute after
+    /// `from` on a path that stays in blocks satisfying `stay_in` and meets no instruction
+    /// before `to` satisfying `is_blocker`, which must hold only for memory and ordering
+    /// instructions (as for [`FunctionAnalysis::reachable_avoiding_memory`]). The same answer as
     /// `reachable_avoiding(from, |id| id == to, |id| !stay_in(block_of(id)) || is_blocker(id))`
     /// for non-empty blocks, with `stay_in` asked once a block instead of once an instruction
     /// and only the memory instructions tested. `from` must lie in a block that satisfies

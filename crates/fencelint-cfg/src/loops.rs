@@ -109,13 +109,22 @@ impl Loop {
 
     /// Whether `reg`, as read by `at`, has the same value in every iteration: each of its
     /// reaching definitions is outside the loop, or is a constant, a parameter or a symbol's
-    /// address, or copies or offsets an invariant register. ptxas re-materialises an address
-    /// inside the loop when the register that held it is reused (`MOV R0, UR4` at the top of a
-    /// loop whose `ATOMS.CAS R0, [R0], ...` overwrites `R0`; `LDC.64 R4, c[0x0][0x2b8]` before
-    /// each `LD [R4]`).
+    /// address, or copies or offsets an invariant register, or (PTX) computes its value from
+    /// invariant registers alone (an instruction with an [`Inst::pure_key`]). ptxas
+    /// re-materialises an address inside the loop when the register that held it is reused
+    /// (`MOV R0, UR4` at the top of a loop whose `ATOMS.CAS R0, [R0], ...` overwrites `R0`;
+    /// `LDC.64 R4, c[0x0][0x2b8]` before each `LD [R4]`), and nvcc does in PTX (`ld.param`,
+    /// `cvta.to.global`, `cvt.u64.u32`, `and.b64` and `add.s64` before each poll of cuSOLVER's
+    /// bulge-chasing kernels). A clock or timer register is never invariant.
+    ///
+    /// [`Inst::pure_key`]: fencelint_ir::Inst::pure_key
     pub fn is_invariant(&self, analysis: &FunctionAnalysis<'_>, at: InstId, reg: Reg) -> bool {
         self.invariant_within(analysis, at, reg, 0)
     }
+
+    /// How deep [`Self::is_invariant`] follows definitions inside the loop: a chain round the
+    /// loop (`R1 = R0 + 4; R0 = R1`) ends there, as not invariant.
+    const MAX_INVARIANT_DEPTH: u8 = 4;
 
     fn invariant_within(
         &self,
@@ -124,21 +133,49 @@ impl Loop {
         reg: Reg,
         depth: u8,
     ) -> bool {
+        if is_time(analysis.func.reg_name(reg)) {
+            return false;
+        }
+        let deeper = |def: InstId, src: Reg| {
+            depth < Self::MAX_INVARIANT_DEPTH
+                && self.invariant_within(analysis, def, src, depth + 1)
+        };
         analysis.reaching_defs(at, reg).defs.iter().all(|&def| {
             if !self.contains_inst(analysis, def) {
                 return true;
             }
-            match analysis.func.inst(def).value {
-                // A chain of copies round the loop (`R1 = R0 + 4; R0 = R1`) ends at the depth
-                // limit, as not invariant.
+            let inst = analysis.func.inst(def);
+            match inst.value {
                 Some(ValueOp::Copy(src) | ValueOp::AddImm(src, _)) if src != reg => {
-                    depth < 4 && self.invariant_within(analysis, def, src, depth + 1)
+                    deeper(def, src)
                 }
                 Some(ValueOp::Param(_) | ValueOp::SymbolAddr(_) | ValueOp::Imm(_)) => true,
+                _ if inst.pure_key.is_some() => {
+                    !inst.uses.contains(&reg) && inst.uses.iter().all(|&src| deeper(def, src))
+                }
                 _ => false,
             }
         })
     }
+}
+
+/// Whether a register name is one of the clock and timer registers, which change on their own
+/// (PTX `%clock`, `%clock_hi`, `%clock64`, `%globaltimer`, `%globaltimer_lo`, `%globaltimer_hi`
+/// and the performance counters `%pm0` to `%pm7` and `%pm0_64` to `%pm7_64`; SASS
+/// `SR_CLOCKLO`, `SR_CLOCKHI`, `SR_GLOBALTIMERLO`, `SR_GLOBALTIMERHI`).
+fn is_time(name: &str) -> bool {
+    if let Some(sass) = name.strip_prefix("SR_") {
+        return sass.starts_with("CLOCK") || sass.starts_with("GLOBALTIMER");
+    }
+    let Some(ptx) = name.strip_prefix('%') else { return false };
+    if let Some(counter) = ptx.strip_prefix("pm") {
+        let counter = counter.strip_suffix("_64").unwrap_or(counter);
+        return counter.len() == 1 && counter.as_bytes()[0].is_ascii_digit();
+    }
+    matches!(
+        ptx,
+        "clock" | "clock_hi" | "clock64" | "globaltimer" | "globaltimer_lo" | "globaltimer_hi"
+    )
 }
 
 pub(crate) fn find_loops(analysis: &FunctionAnalysis<'_>) -> Vec<Loop> {

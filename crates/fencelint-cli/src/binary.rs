@@ -957,7 +957,7 @@ mod tests {
         let options = BinaryOptions {
             archs: Vec::new(),
             cuda_bin: None,
-            timeout: Duration::from_secs(120),
+            timeout: Duration::from_mins(2),
             progress: false,
         };
         let settings = Settings::default();

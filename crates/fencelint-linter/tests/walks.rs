@@ -405,6 +405,27 @@ fn loop_address_invariance() {
             "mov.b64 %rd2, %rd1;\n$L: ld.relaxed.gpu.global.u32 %r1, [%rd2];\nld.global.u64 %rd2, [%rd2+8];\n",
             false,
         ),
+        // Re-materialised inside the loop from the parameter and a register defined before it,
+        // through a conversion, a mask and a sum of two registers (nvcc's PTX for cuSOLVER's
+        // bulge-chasing kernels).
+        (
+            "mov.u32 %r9, %tid.x;\n$L: ld.param.u64 %rd3, [p];\ncvta.to.global.u64 %rd4, %rd3;\n\
+             cvt.u64.u32 %rd5, %r9;\nand.b64 %rd6, %rd5, 4294967292;\nadd.s64 %rd2, %rd4, %rd6;\n\
+             ld.relaxed.gpu.global.u32 %r1, [%rd2];\n",
+            true,
+        ),
+        // A sum of two registers one of which advances every iteration.
+        (
+            "mov.b64 %rd3, 0;\n$L: add.s64 %rd2, %rd1, %rd3;\nld.relaxed.gpu.global.u32 %r1, [%rd2];\n\
+             add.s64 %rd3, %rd3, 4;\n",
+            false,
+        ),
+        // Indexed by the clock, which changes on its own.
+        (
+            "$L: mov.u32 %r9, %clock;\nand.b32 %r10, %r9, 12;\ncvt.u64.u32 %rd3, %r10;\n\
+             add.s64 %rd2, %rd1, %rd3;\nld.relaxed.gpu.global.u32 %r1, [%rd2];\n",
+            false,
+        ),
     ];
     for (body, invariant) in cases {
         let text = ptx(&format!("{body}setp.eq.s32 %p1, %r1, 0;\n@%p1 bra $L;\n"));

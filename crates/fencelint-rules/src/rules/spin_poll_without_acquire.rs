@@ -141,6 +141,7 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
             if decider != Decider::Poll
                 || (strong_decides && mem.sem == Sem::Weak)
                 || !lp.address_is_invariant(analysis, load)
+                || read_in_step_with_the_cta(analysis, lp, load, mem)
                 || lp.feeds_itself(analysis, load)
                 || carries_its_data(analysis, lp, load, branch, to)
                 || packs_status_and_value(analysis, load)
@@ -159,6 +160,47 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
         }
     }
     polls
+}
+
+/// Whether a weak read of the CTA's shared memory comes after a CTA barrier (`bar.sync`,
+/// `bar.red`) on every path from the loop's header, in a loop that reads no other CTA's memory
+/// with a strong load or atomic: each iteration reads what the CTA's own threads computed and
+/// wrote before that barrier, so the loop runs in step with the CTA (an iterative solver that
+/// tests convergence on a shared-memory reduction, cuSOLVER's batched Jacobi), not a spin on a
+/// flag that another thread may set at any time. A loop in which one thread polls global
+/// memory and hands the value to the CTA through shared memory and a barrier (cuSOLVER's
+/// `getf4_domino_reg`: `ld.volatile.global`, `st.shared`, `bar.sync`, `ld.shared`) is still a
+/// poll: the shared read stands for the global one.
+fn read_in_step_with_the_cta(
+    analysis: &FunctionAnalysis<'_>,
+    lp: &Loop,
+    load: InstId,
+    mem: &MemAccess,
+) -> bool {
+    if mem.sem != Sem::Weak || mem.space != Space::SharedCta {
+        return false;
+    }
+    let func = analysis.func;
+    let reads_other_ctas = lp.memory_insts(analysis).any(|id| {
+        polled_access(func.inst(id)).is_some_and(|other| {
+            other.is_strong() && other.others_may_write() && other.space != Space::SharedCta
+        })
+    });
+    if reads_other_ctas {
+        return false;
+    }
+    let cta_barrier = |id: InstId| {
+        matches!(
+            analysis.func.inst(id).kind,
+            InstKind::Barrier(Barrier::CtaSync | Barrier::CtaReduce)
+        )
+    };
+    !analysis.reaches_avoiding_memory(
+        Point::BlockStart(lp.header),
+        load,
+        |block| lp.contains(block),
+        cta_barrier,
+    )
 }
 
 /// Whether the poll reads its data together with its flag: a vector load (the 8- and 16-byte
