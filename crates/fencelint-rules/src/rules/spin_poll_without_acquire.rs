@@ -142,6 +142,7 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
                 || (strong_decides && mem.sem == Sem::Weak)
                 || !lp.address_is_invariant(analysis, load)
                 || read_in_step_with_the_cta(analysis, lp, load, mem)
+                || (mem.sem == Sem::Weak && !tested_alone(analysis, lp, load, branch))
                 || lp.feeds_itself(analysis, load)
                 || carries_its_data(analysis, lp, load, branch, to)
                 || packs_status_and_value(analysis, load)
@@ -201,6 +202,81 @@ fn read_in_step_with_the_cta(
         |block| lp.contains(block),
         cta_barrier,
     )
+}
+
+/// Whether the exit that `branch` decides tests the value `load` read against values that are
+/// the same in every iteration: on some chain of definitions inside the loop from the branch's
+/// predicate back to the load, every instruction other than predicate logic (`and.pred`,
+/// `or.pred`, `not.pred`, a vote, where a timeout or an abort test may join) takes its other
+/// operands from loop-invariant registers. A spin loop compares what it read with a constant
+/// or a bound; an iterative computation that reads a constant from memory in every iteration
+/// mixes it with the iterate of the last one (cuSOLVER's secular-equation solver `laed4_par`
+/// reads its poles with weak shared-memory loads inside a Newton iteration). Asked for weak
+/// reads only: nothing else marks them as flags.
+fn tested_alone(analysis: &FunctionAnalysis<'_>, lp: &Loop, load: InstId, branch: InstId) -> bool {
+    let Some(guard) = analysis.func.inst(branch).guard else { return false };
+    let mut memo = Vec::new();
+    reaches_alone(analysis, lp, load, branch, guard.reg, &mut memo)
+}
+
+/// How many (instruction, register) pairs [`tested_alone`] visits.
+const MAX_TEST_STEPS: usize = 128;
+
+/// [`tested_alone`] for the value of `reg` as `at` reads it. `memo` holds the answers so far; a
+/// pair still being answered (a cycle round the loop) counts as not from the load alone.
+fn reaches_alone(
+    analysis: &FunctionAnalysis<'_>,
+    lp: &Loop,
+    load: InstId,
+    at: InstId,
+    reg: Reg,
+    memo: &mut Vec<((InstId, Reg), bool)>,
+) -> bool {
+    if let Some(&(_, known)) = memo.iter().find(|(key, _)| *key == (at, reg)) {
+        return known;
+    }
+    if memo.len() >= MAX_TEST_STEPS {
+        return false;
+    }
+    let slot = memo.len();
+    memo.push(((at, reg), false));
+    let func = analysis.func;
+    let defs: Vec<InstId> = analysis
+        .reaching_defs(at, reg)
+        .defs
+        .into_iter()
+        .filter(|&def| lp.contains_inst(analysis, def))
+        .collect();
+    let alone = defs.into_iter().any(|def| {
+        if def == load {
+            return true;
+        }
+        let inst = func.inst(def);
+        if inst.kind.reads_memory() {
+            return false;
+        }
+        let logic = matches!(
+            inst.value,
+            Some(
+                ValueOp::PredAnd(..)
+                    | ValueOp::PredOr(..)
+                    | ValueOp::PredNot(_)
+                    | ValueOp::Vote { .. }
+            )
+        );
+        let mut from_load = false;
+        let mut others_invariant = true;
+        for &used in &inst.uses {
+            if reaches_alone(analysis, lp, load, def, used, memo) {
+                from_load = true;
+            } else if !logic && !lp.is_invariant(analysis, def, used) {
+                others_invariant = false;
+            }
+        }
+        from_load && others_invariant
+    });
+    memo[slot].1 = alone;
+    alone
 }
 
 /// Whether the poll reads its data together with its flag: a vector load (the 8- and 16-byte
