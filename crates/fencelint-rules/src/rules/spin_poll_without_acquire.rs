@@ -31,7 +31,7 @@ impl Rule for SpinPollWithoutAcquire {
     fn check_function(&self, cx: &mut FunctionCx<'_>) {
         let analysis = cx.analysis;
         // One finding per unordered read: several polls (or several loops) often lead to it.
-        let mut findings: BTreeMap<InstId, (Poll, usize, usize)> = BTreeMap::new();
+        let mut findings: BTreeMap<InstId, (Poll, usize, usize, Vec<InstId>)> = BTreeMap::new();
         let mut seen_polls = Vec::new();
         let sass = cx.module.dialect == Some(Dialect::Sass);
         let mut walks = Walks::new(analysis);
@@ -41,14 +41,21 @@ impl Rule for SpinPollWithoutAcquire {
                     continue;
                 }
                 seen_polls.push(poll.load);
-                let reads = unordered_reads(analysis, lp, &poll, &mut walks);
+                let after = unordered_reads(analysis, lp, &poll, &mut walks);
+                let published = |id: &InstId| reads_published(analysis.func.inst(*id));
+                // The relaxed and volatile reads the walk met before the first published read:
+                // when the data is read that way, the read the finding names is only the next
+                // weak one.
+                let strong: Vec<InstId> =
+                    after.iter().copied().take_while(|id| !published(id)).collect();
+                let reads: Vec<InstId> = after.into_iter().filter(published).collect();
                 let Some(&first) = reads.first() else { continue };
-                let entry = findings.entry(first).or_insert((poll, reads.len(), 0));
+                let entry = findings.entry(first).or_insert((poll, reads.len(), 0, strong));
                 entry.2 += 1;
             }
         }
-        for (read, (poll, n_reads, n_polls)) in findings {
-            report(cx, &poll, read, n_reads, n_polls);
+        for (read, (poll, n_reads, n_polls, strong)) in findings {
+            report(cx, &poll, read, Counts { reads: n_reads, polls: n_polls }, &strong);
         }
     }
 }
@@ -1015,7 +1022,20 @@ impl Walks {
     }
 }
 
-/// Reads of published memory reachable after the loop exit with no acquire on the way.
+/// Whether `inst` is a relaxed or volatile read of shareable memory (no acquire): the rule takes
+/// it for another synchronization variable, not for published data ([`reads_published`]), and
+/// names it in a note of the finding.
+fn reads_strongly(inst: &Inst) -> bool {
+    match &inst.kind {
+        InstKind::Load(mem) => mem.others_may_write() && mem.is_strong() && !mem.sem.has_acquire(),
+        _ => false,
+    }
+}
+
+/// Reads reachable after the loop exit with no acquire on the way, in the order of the walk:
+/// reads of published memory ([`reads_published`]) and relaxed or volatile reads
+/// ([`reads_strongly`]). Both are targets of the same walk, never blockers, so the published
+/// reads are those a walk for them alone finds.
 fn unordered_reads(
     analysis: &FunctionAnalysis<'_>,
     lp: &Loop,
@@ -1036,7 +1056,7 @@ fn unordered_reads(
         // Targets are loads and blockers fences, barriers and acquire loads: memory instructions.
         analysis.reachable_avoiding_memory(
             Point::BlockStart(poll.exit_to),
-            |id| reads_published(func.inst(id)),
+            |id| reads_published(func.inst(id)) || reads_strongly(func.inst(id)),
             is_blocker,
         )
     };
@@ -1048,10 +1068,18 @@ fn unordered_reads(
     }
 }
 
-fn report(cx: &mut FunctionCx<'_>, poll: &Poll, read: InstId, n_reads: usize, n_polls: usize) {
+/// How many unordered reads follow a poll's loop, and how many polls lead to the reported one.
+#[derive(Clone, Copy)]
+struct Counts {
+    reads: usize,
+    polls: usize,
+}
+
+fn report(cx: &mut FunctionCx<'_>, poll: &Poll, read: InstId, counts: Counts, strong: &[InstId]) {
     let dialect = cx.module.dialect.unwrap_or(Dialect::Ptx);
     let poll_inst = cx.inst(poll.load);
     let read_inst = cx.inst(read);
+    let strong_opcode = strong.first().map(|&first| cx.inst(first).opcode.clone());
     let strength = match poll.sem {
         Sem::Weak => "weak",
         Sem::Volatile => "volatile",
@@ -1082,11 +1110,25 @@ fn report(cx: &mut FunctionCx<'_>, poll: &Poll, read: InstId, n_reads: usize, n_
         .secondary(poll.load, format!("the flag is polled here with a {kind}"))
         .secondary(poll.branch, "the loop exits here")
         .help(help);
-    if n_polls > 1 {
-        report = report.note(format!("{} other unordered polls lead to this read", n_polls - 1));
+    if counts.polls > 1 {
+        report =
+            report.note(format!("{} other unordered polls lead to this read", counts.polls - 1));
     }
-    if n_reads > 1 {
-        report = report.note(format!("{} more reads after the loop are unordered", n_reads - 1));
+    if counts.reads > 1 {
+        report =
+            report.note(format!("{} more reads after the loop are unordered", counts.reads - 1));
+    }
+    if let Some(opcode) = strong_opcode {
+        report = report.note(if strong.len() == 1 {
+            format!(
+                "a relaxed or volatile read (`{opcode}`) comes first after the loop; it is taken for another flag and not reported, but if it reads data that this flag publishes, it needs the acquire too"
+            )
+        } else {
+            format!(
+                "{} relaxed or volatile reads (the first `{opcode}`) come first after the loop; they are taken for other flags and not reported, but any that reads data this flag publishes needs the acquire too",
+                strong.len()
+            )
+        });
     }
     if matches!(read_inst.kind, InstKind::Async(AsyncOp::Bulk { .. } | AsyncOp::BulkTensor { .. }))
     {
