@@ -41,16 +41,12 @@ impl Rule for SpinPollWithoutAcquire {
                     continue;
                 }
                 seen_polls.push(poll.load);
-                let after = unordered_reads(analysis, lp, &poll, &mut walks);
-                let published = |id: &InstId| reads_published(analysis.func.inst(*id));
-                // The relaxed and volatile reads the walk met before the first published read:
-                // when the data is read that way, the read the finding names is only the next
-                // weak one.
-                let strong: Vec<InstId> =
-                    after.iter().copied().take_while(|id| !published(id)).collect();
-                let reads: Vec<InstId> = after.into_iter().filter(published).collect();
+                // The relaxed and volatile reads met before the first published read: when the
+                // data is read that way, the read the finding names is only the next weak one.
+                let After { reads, strong_first } =
+                    unordered_reads(analysis, lp, &poll, &mut walks);
                 let Some(&first) = reads.first() else { continue };
-                let entry = findings.entry(first).or_insert((poll, reads.len(), 0, strong));
+                let entry = findings.entry(first).or_insert((poll, reads.len(), 0, strong_first));
                 entry.2 += 1;
             }
         }
@@ -1032,19 +1028,30 @@ fn reads_strongly(inst: &Inst) -> bool {
     }
 }
 
-/// Reads reachable after the loop exit with no acquire on the way, in the order of the walk:
-/// reads of published memory ([`reads_published`]) and relaxed or volatile reads
-/// ([`reads_strongly`]). Both are targets of the same walk, never blockers, so the published
-/// reads are those a walk for them alone finds.
+/// What follows a poll's loop with no acquire on the way, in the order of the walk.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct After {
+    /// Reads of published memory ([`reads_published`]).
+    reads: Vec<InstId>,
+    /// Relaxed or volatile reads ([`reads_strongly`]) met before the first of `reads`.
+    strong_first: Vec<InstId>,
+}
+
+/// The reads reachable after the loop exit with no acquire on the way. Reads of both kinds are
+/// targets of one walk, never blockers, so the published reads are those a walk for them alone
+/// finds. The walk stops collecting relaxed and volatile reads at the first published read it
+/// meets, before the poll's own filter (its flag, the loop's part before its branch, shared
+/// memory after a poll beyond the cluster): where the filter drops that read, the note may
+/// name fewer of them than precede the read the finding names.
 fn unordered_reads(
     analysis: &FunctionAnalysis<'_>,
     lp: &Loop,
     poll: &Poll,
     walks: &mut Walks,
-) -> Vec<InstId> {
+) -> After {
     let func = analysis.func;
     let flag = func.inst(poll.load).address.as_ref().map(|a| analysis.address_key(poll.load, a));
-    let is_target = |&id: &InstId| {
+    let is_target = |id: InstId| {
         if id <= poll.branch && lp.contains_inst(analysis, id) {
             return false;
         }
@@ -1053,18 +1060,41 @@ fn unordered_reads(
     };
     let walk = || {
         let is_blocker = |id: InstId| is_acquire(analysis, id, poll.load, poll.required);
+        // Relaxed and volatile reads are collected until the walk meets a published read (the
+        // note needs only those before the first one; in NCCL's kernels thousands follow).
+        let published_met = std::cell::Cell::new(false);
         // Targets are loads and blockers fences, barriers and acquire loads: memory instructions.
         analysis.reachable_avoiding_memory(
             Point::BlockStart(poll.exit_to),
-            |id| reads_published(func.inst(id)) || reads_strongly(func.inst(id)),
+            |id| {
+                let inst = func.inst(id);
+                if reads_published(inst) {
+                    published_met.set(true);
+                    true
+                } else {
+                    !published_met.get() && reads_strongly(inst)
+                }
+            },
             is_blocker,
         )
     };
+    let sort = |found: &[InstId]| {
+        let mut after = After::default();
+        for &id in found {
+            if reads_published(func.inst(id)) {
+                if is_target(id) {
+                    after.reads.push(id);
+                }
+            } else if after.reads.is_empty() && is_target(id) {
+                after.strong_first.push(id);
+            }
+        }
+        after
+    };
     if walks.shared {
-        let reads = walks.reads.entry((poll.exit_to, poll.required)).or_insert_with(walk);
-        reads.iter().copied().filter(is_target).collect()
+        sort(walks.reads.entry((poll.exit_to, poll.required)).or_insert_with(walk))
     } else {
-        walk().into_iter().filter(is_target).collect()
+        sort(&walk())
     }
 }
 
