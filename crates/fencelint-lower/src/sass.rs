@@ -865,6 +865,30 @@ fn value_op(
     }
 }
 
+/// An operand with no negation, inversion or absolute value.
+fn is_plain(o: &Operand<'_>) -> bool {
+    !(o.neg || o.invert || o.abs)
+}
+
+/// `PT` (or `UPT`), not inverted.
+fn is_always(o: &Operand<'_>) -> bool {
+    !o.invert && o.reg().is_some_and(|r| r.reg.is_true())
+}
+
+/// A register that holds a value: not a zero register, a special register or a predicate.
+fn is_general(o: &Operand<'_>) -> bool {
+    o.reg().is_some_and(|r| !r.reg.is_zero() && !r.reg.is_special() && !is_predicate(r.reg))
+}
+
+/// The value of a constant operand: an immediate, or `RZ`/`URZ` as 0.
+fn constant_operand(o: &Operand<'_>) -> Option<i64> {
+    match o.reg() {
+        Some(r) if r.reg.is_zero() => Some(0),
+        Some(_) => None,
+        None => o.imm(),
+    }
+}
+
 /// `LOP3.LUT Rd, Ra, imm, RZ, lut, !PT` (`ULOP3.LUT` with uniform registers) whose table
 /// computes `a & b` when the third input is zero (bits 0, 2, 4 and 6 of the table, the rows
 /// where `c` is 0, are `0x40`; ptxas writes `0xc0`): `Rd` is `Ra & imm`, or `Ra & Rb` with a
@@ -872,22 +896,18 @@ fn value_op(
 /// 0xc0000000, RZ, 0xc0, !PT`, `Rd` may be `RZ`) the value is the same and the predicate says
 /// whether it is non-zero. A third source other than zero gives `None`.
 fn lop3_and_value(func: &mut Lowering, operands: &[Operand<'_>]) -> Option<ValueOp> {
-    let general = |o: &Operand<'_>| {
-        o.reg().is_some_and(|r| !r.reg.is_zero() && !r.reg.is_special() && !is_predicate(r.reg))
-    };
     let (dest, a, b, c, lut, combine) = match operands {
-        [dest, a, b, c, lut, combine] if general(dest) => (dest, a, b, c, lut, combine),
+        [dest, a, b, c, lut, combine] if is_general(dest) => (dest, a, b, c, lut, combine),
         // A predicate destination first: the register destination may be `RZ`.
         [p, dest, a, b, c, lut, combine]
             if p.reg().is_some_and(|r| is_predicate(r.reg) && !r.reg.is_true())
-                && (general(dest) || dest.reg().is_some_and(|r| r.reg.is_zero())) =>
+                && (is_general(dest) || dest.reg().is_some_and(|r| r.reg.is_zero())) =>
         {
             (dest, a, b, c, lut, combine)
         }
         _ => return None,
     };
-    let plain = |o: &Operand<'_>| !(o.neg || o.invert || o.abs);
-    if !plain(dest) || !general(a) || !plain(a) || !plain(b) {
+    if !is_plain(dest) || !is_general(a) || !is_plain(a) || !is_plain(b) {
         return None;
     }
     let never = combine.invert && combine.reg().is_some_and(|r| r.reg.is_true());
@@ -898,7 +918,7 @@ fn lop3_and_value(func: &mut Lowering, operands: &[Operand<'_>]) -> Option<Value
         return None;
     }
     let reg = func.reg(a.reg()?.reg)?;
-    if general(b) {
+    if is_general(b) {
         return Some(ValueOp::And(reg, func.reg(b.reg()?.reg)?));
     }
     let mask = b.imm()?;
@@ -960,28 +980,18 @@ fn isetp_value(func: &mut Lowering, opcode: &str, operands: &[Operand<'_>]) -> O
         Some(_) => return None,
     }
     let [_, second, a, b, combine] = operands else { return None };
-    let always = |o: &Operand<'_>| !o.invert && o.reg().is_some_and(|r| r.reg.is_true());
-    if !always(second) || !always(combine) {
+    if !is_always(second) || !is_always(combine) || !is_plain(a) || !is_plain(b) {
         return None;
     }
-    let plain = |o: &Operand<'_>| !(o.neg || o.invert || o.abs);
-    if !plain(a) || !plain(b) {
-        return None;
-    }
-    let constant = |o: &Operand<'_>| match o.reg() {
-        Some(r) if r.reg.is_zero() => Some(0),
-        Some(_) => None,
-        None => o.imm(),
-    };
     let register = |func: &mut Lowering, o: &Operand<'_>| match o.reg() {
         Some(r) if !r.reg.is_special() && !is_predicate(r.reg) => func.reg(r.reg),
         _ => None,
     };
     let mut compare = IntCompare { relation, signed, bits: 32 };
-    if let (Some(reg), Some(value)) = (register(func, a), constant(b)) {
+    if let (Some(reg), Some(value)) = (register(func, a), constant_operand(b)) {
         return Some(ValueOp::Compare(compare, reg, value));
     }
-    let (value, reg) = (constant(a)?, register(func, b)?);
+    let (value, reg) = (constant_operand(a)?, register(func, b)?);
     compare.relation = relation.swapped();
     Some(ValueOp::Compare(compare, reg, value))
 }
@@ -998,22 +1008,12 @@ fn isetp_ex_value(
         return None;
     }
     let [_, second, a, b, combine, low] = operands else { return None };
-    let always = |o: &Operand<'_>| !o.invert && o.reg().is_some_and(|r| r.reg.is_true());
-    let plain = |o: &Operand<'_>| !(o.neg || o.invert || o.abs);
-    if !always(second) || !always(combine) || !plain(a) || !plain(b) || !plain(low) {
+    let plain = [a, b, low].iter().all(|o| is_plain(o));
+    if !is_always(second) || !is_always(combine) || !plain || !is_general(a) {
         return None;
     }
-    let high = match a.reg() {
-        Some(r) if !r.reg.is_special() && !is_predicate(r.reg) && !r.reg.is_zero() => {
-            func.reg(r.reg)?
-        }
-        _ => return None,
-    };
-    let bound = match b.reg() {
-        Some(r) if r.reg.is_zero() => 0,
-        Some(_) => return None,
-        None => b.imm()?,
-    };
+    let high = func.reg(a.reg()?.reg)?;
+    let bound = constant_operand(b)?;
     let low = match low.reg() {
         Some(r) if is_predicate(r.reg) && !r.reg.is_true() => func.reg(r.reg)?,
         _ => return None,
