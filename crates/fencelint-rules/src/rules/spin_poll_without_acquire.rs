@@ -70,6 +70,8 @@ struct Poll {
     /// outside the CTA's cluster (another GPU, the host, another CTA), which cannot write the
     /// CTA's own shared memory. See [`may_carry_published`].
     beyond_cluster: bool,
+    /// The shared-memory read that hands the polled value to the exit ([`relayed_poll`]).
+    relay: Option<InstId>,
 }
 
 /// The polled access of a load-like instruction.
@@ -114,9 +116,18 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
             let reads = analysis
                 .deciding_reads(branch, Some(lp))
                 .into_iter()
-                .filter_map(|load| {
-                    let mem = polled_access(func.inst(load))?;
-                    Some((load, mem, decider(analysis, lp, &orderers, load, mem, branch, sass)))
+                .filter_map(|read| {
+                    let mut mem = polled_access(func.inst(read))?;
+                    // A shared-memory read that hands on what one thread polled stands for
+                    // that poll.
+                    let mut load = read;
+                    let relay = relayed_poll(analysis, lp, read, mem);
+                    if let Some(source) = relay {
+                        load = source;
+                        mem = polled_access(func.inst(source))?;
+                    }
+                    let decided = decider(analysis, lp, &orderers, load, mem, branch, sass);
+                    Some((load, mem, decided, relay.map(|_| read)))
                 })
                 .collect();
             Some((branch, to, reads))
@@ -126,7 +137,7 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
     // are usually abort or timeout checks, and are not reported (see Known problems). A relaxed
     // poll that decides the same exit as the acquire poll is.
     let acquire_exit =
-        |reads: &Deciders<'_>| reads.iter().any(|&(_, _, d)| d == Decider::AcquirePoll);
+        |reads: &Deciders<'_>| reads.iter().any(|&(_, _, d, _)| d == Decider::AcquirePoll);
     let acquire_loop = exits.iter().any(|(_, _, reads)| acquire_exit(reads));
     let mut polls = Vec::new();
     for (branch, to, reads) in exits {
@@ -137,8 +148,8 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
         // bound or a setting read again every iteration (`while (relaxed_sys(sem) < bound)`,
         // with `bound` in shared memory), not a second flag.
         let strong_decides =
-            reads.iter().any(|&(_, mem, d)| d != Decider::Other && mem.sem != Sem::Weak);
-        for (load, mem, decider) in reads {
+            reads.iter().any(|&(_, mem, d, _)| d != Decider::Other && mem.sem != Sem::Weak);
+        for (load, mem, decider, relay) in reads {
             // A compare-and-swap retried with what it returned last is an update that waits
             // for no other thread (`Loop::feeds_itself`), not a poll.
             if decider != Decider::Poll
@@ -160,10 +171,77 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
                 required: required_scope(mem),
                 sem: mem.sem,
                 beyond_cluster: waits_beyond_cluster(mem),
+                relay,
             });
         }
     }
     polls
+}
+
+/// The strong read of memory that other threads write whose value the shared-memory read
+/// `read` hands on: the loop stores a value that such a read returned (directly, or through
+/// copies) to the CTA's shared memory, at an address that may be the one `read` reads. One
+/// thread polls a flag and broadcasts what it read to the CTA through shared memory and a
+/// barrier (`if (threadIdx.x == 0) s = ld_relaxed(flag); __syncthreads(); } while (s == 0)`;
+/// cuSOLVER's `getf4_domino_reg`); the exit is decided by the shared read, but the poll, and
+/// the ordering it needs, is the global read. Without this, SASS (where `LDS` carries no
+/// strength) never saw the broadcast, and PTX reported the shared read even when the thread
+/// polled with an acquire or fenced after its relaxed read.
+fn relayed_poll(
+    analysis: &FunctionAnalysis<'_>,
+    lp: &Loop,
+    read: InstId,
+    mem: &MemAccess,
+) -> Option<InstId> {
+    if mem.space != Space::SharedCta || mem.sem.has_acquire() {
+        return None;
+    }
+    let func = analysis.func;
+    let key = func.inst(read).address.as_ref().map(|a| analysis.address_key(read, a))?;
+    let known = |k: &fencelint_cfg::AddrKey| !matches!(k.root, fencelint_cfg::AddrRoot::Unknown(_));
+    lp.memory_insts(analysis).find_map(|store| {
+        let inst = func.inst(store);
+        let InstKind::Store(stored) = &inst.kind else { return None };
+        if stored.space != Space::SharedCta {
+            return None;
+        }
+        let store_key = analysis.address_key(store, inst.address.as_ref()?);
+        if known(&key) && known(&store_key) && !key.same_as(&store_key) {
+            return None;
+        }
+        let guard = inst.guard.map(|g| g.reg);
+        inst.uses
+            .iter()
+            .filter(|&&reg| Some(reg) != guard && !address_regs(inst).any(|a| a == reg))
+            .find_map(|&reg| polled_source(analysis, lp, store, reg))
+    })
+}
+
+/// The read inside `lp` that `reg` holds at `at`, through copies, when it is a strong read or
+/// an acquire of memory that other threads write, outside the CTA's shared memory.
+fn polled_source(
+    analysis: &FunctionAnalysis<'_>,
+    lp: &Loop,
+    mut at: InstId,
+    mut reg: Reg,
+) -> Option<InstId> {
+    let func = analysis.func;
+    for _ in 0..4 {
+        let reach = analysis.reaching_defs(at, reg);
+        let [def] = reach.defs[..] else { return None };
+        if reach.from_entry || !lp.contains_inst(analysis, def) {
+            return None;
+        }
+        let inst = func.inst(def);
+        if let Some(ValueOp::Copy(src)) = inst.value {
+            (at, reg) = (def, src);
+            continue;
+        }
+        let mem = polled_access(inst)?;
+        let strong = (mem.is_strong() && !mem.non_coherent) || mem.sem.has_acquire();
+        return (strong && mem.others_may_write() && mem.space != Space::SharedCta).then_some(def);
+    }
+    None
 }
 
 /// Whether a weak read of the CTA's shared memory comes after a CTA barrier (`bar.sync`,
@@ -808,7 +886,9 @@ fn visit_uses_in(
 }
 
 /// The reads that decide one loop exit, their accesses, and what each is.
-type Deciders<'f> = Vec<(InstId, &'f MemAccess, Decider)>;
+/// The reads that decide an exit: the read (the global poll for a read that relays one, see
+/// [`relayed_poll`]), its access, what it is, and the shared-memory read that relays it.
+type Deciders<'f> = Vec<(InstId, &'f MemAccess, Decider, Option<InstId>)>;
 
 /// What a read that decides a loop exit is.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1127,6 +1207,10 @@ fn report(cx: &mut FunctionCx<'_>, poll: &Poll, read: InstId, counts: Counts, st
         read_inst.opcode, poll_inst.opcode
     );
     let help = match dialect {
+        // A fence after the loop comes after the barrier: it would not order the other threads.
+        _ if poll.relay.is_some() => format!(
+            "poll with `ld.acquire.{scope}`, or insert `fence.acq_rel.{scope};` right after the polling thread's read, before the barrier that hands the value on"
+        ),
         Dialect::Ptx => format!(
             "insert `fence.acq_rel.{scope};` after the loop, or poll with `ld.acquire.{scope}`"
         ),
@@ -1140,6 +1224,13 @@ fn report(cx: &mut FunctionCx<'_>, poll: &Poll, read: InstId, counts: Counts, st
         .secondary(poll.load, format!("the flag is polled here with a {kind}"))
         .secondary(poll.branch, "the loop exits here")
         .help(help);
+    if let Some(relay) = poll.relay {
+        report = report
+            .secondary(relay, "the exit tests the polled value here, handed on through shared memory")
+            .note(
+                "one thread polls and passes what it read to the others through shared memory: a barrier orders the threads after that thread's read, but only an acquire by the polling thread orders them after the flag's producer",
+            );
+    }
     if counts.polls > 1 {
         report =
             report.note(format!("{} other unordered polls lead to this read", counts.polls - 1));
