@@ -1,9 +1,10 @@
 //! `spin-poll-without-acquire`: a spin loop polls a flag with a relaxed, volatile or weak load
 //! and the thread then reads published data with no acquire on the way.
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 
-use fencelint_cfg::{FunctionAnalysis, Loop, Point};
+use fencelint_cfg::{AddrKey, AddrRoot, FunctionAnalysis, Loop, Point};
 use fencelint_ir::{
     AddrBase, AsyncOp, Barrier, BulkDir, Dialect, FenceKind, Inst, InstId, InstKind, IntCompare,
     MemAccess, MultimemOp, Reg, Relation, Scope, Sem, Space, ValueOp,
@@ -106,6 +107,9 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
     // loops of hundreds of memory instructions): each read tests only these.
     let orderers: Vec<InstId> =
         lp.memory_insts(analysis).filter(|&id| may_acquire(&func.inst(id).kind)).collect();
+    // The loop's stores that hand a polled value on through shared memory, found once and only
+    // for a loop whose exit a shared-memory read decides.
+    let relays = OnceCell::new();
     // Each exit, with the reads that decide it and what each of them is.
     let exits: Vec<(InstId, fencelint_cfg::BlockId, Deciders<'_>)> = lp
         .exits
@@ -121,7 +125,7 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
                     // A shared-memory read that hands on what one thread polled stands for
                     // that poll.
                     let mut load = read;
-                    let relay = relayed_poll(analysis, lp, read, mem);
+                    let relay = relayed_poll(analysis, lp, &relays, read, mem);
                     if let Some(source) = relay {
                         load = source;
                         mem = polled_access(func.inst(source))?;
@@ -190,6 +194,7 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
 fn relayed_poll(
     analysis: &FunctionAnalysis<'_>,
     lp: &Loop,
+    relays: &OnceCell<Vec<(InstId, InstId)>>,
     read: InstId,
     mem: &MemAccess,
 ) -> Option<InstId> {
@@ -197,24 +202,39 @@ fn relayed_poll(
         return None;
     }
     let func = analysis.func;
-    let key = func.inst(read).address.as_ref().map(|a| analysis.address_key(read, a))?;
-    let known = |k: &fencelint_cfg::AddrKey| !matches!(k.root, fencelint_cfg::AddrRoot::Unknown(_));
-    lp.memory_insts(analysis).find_map(|store| {
-        let inst = func.inst(store);
-        let InstKind::Store(stored) = &inst.kind else { return None };
-        if stored.space != Space::SharedCta {
-            return None;
-        }
-        let store_key = analysis.address_key(store, inst.address.as_ref()?);
-        if known(&key) && known(&store_key) && !key.same_as(&store_key) {
-            return None;
-        }
-        let guard = inst.guard.map(|g| g.reg);
-        inst.uses
-            .iter()
-            .filter(|&&reg| Some(reg) != guard && !address_regs(inst).any(|a| a == reg))
-            .find_map(|&reg| polled_source(analysis, lp, store, reg))
+    let relays = relays.get_or_init(|| relay_stores(analysis, lp));
+    if relays.is_empty() {
+        return None;
+    }
+    let key = analysis.address_key(read, func.inst(read).address.as_ref()?);
+    let known = |k: &AddrKey| !matches!(k.root, AddrRoot::Unknown(_));
+    relays.iter().find_map(|&(store, source)| {
+        let store_key = analysis.address_key(store, func.inst(store).address.as_ref()?);
+        let differ = known(&key) && known(&store_key) && !key.same_as(&store_key);
+        (!differ).then_some(source)
     })
+}
+
+/// The stores of `lp` to the CTA's shared memory of a value that a strong read of other
+/// threads' memory in the loop returned ([`polled_source`]), each with that read.
+fn relay_stores(analysis: &FunctionAnalysis<'_>, lp: &Loop) -> Vec<(InstId, InstId)> {
+    let func = analysis.func;
+    lp.memory_insts(analysis)
+        .filter_map(|store| {
+            let inst = func.inst(store);
+            let InstKind::Store(stored) = &inst.kind else { return None };
+            if stored.space != Space::SharedCta {
+                return None;
+            }
+            let guard = inst.guard.map(|g| g.reg);
+            let source = inst
+                .uses
+                .iter()
+                .filter(|&&reg| Some(reg) != guard && !address_regs(inst).any(|a| a == reg))
+                .find_map(|&reg| polled_source(analysis, lp, store, reg))?;
+            Some((store, source))
+        })
+        .collect()
 }
 
 /// The read inside `lp` that `reg` holds at `at`, through copies, when it is a strong read or
