@@ -176,6 +176,16 @@ pub(crate) fn parse_operand(token: &str, offset: usize) -> Operand<'_> {
     if let Some(stripped) = text.strip_suffix(".reuse") {
         operand.reuse = true;
         text = stripped;
+    } else if let Some(at) = text.find(".reuse.") {
+        // The reuse flag before a half selector: `HADD2.F32 R6, -RZ, R0.reuse.H0_H0`.
+        let selector = &text[at + ".reuse.".len()..];
+        if let (Some(reg), Some(suffix), false) =
+            (register(&text.as_bytes()[..at]), Suffix::new(selector), selector.is_empty())
+        {
+            operand.reuse = true;
+            operand.kind = OperandKind::Reg(RegRef { reg, suffix });
+            return operand;
+        }
     }
     operand.kind = parse_kind(text).unwrap_or(OperandKind::Other(text));
     operand
@@ -536,6 +546,12 @@ mod tests {
         let reuse = one("R6.reuse");
         assert_eq!(reuse.kind, reg(RegFile::R, 6, ""));
         assert!(reuse.reuse);
+        let half = one("R0.reuse.H0_H0");
+        assert_eq!(half.kind, reg(RegFile::R, 0, "H0_H0"));
+        assert!(half.reuse);
+        let negated = one("-R0.reuse.H1_H1");
+        assert_eq!(negated.kind, reg(RegFile::R, 0, "H1_H1"));
+        assert!(negated.neg && negated.reuse);
         let both = one("R2.64.reuse");
         assert_eq!(both.kind, reg(RegFile::R, 2, "64"));
         assert!(both.reuse);

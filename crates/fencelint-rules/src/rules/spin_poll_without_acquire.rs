@@ -468,9 +468,7 @@ fn is_its_own_flag(
 ) -> bool {
     let func = analysis.func;
     let Some(guard) = func.inst(branch).guard else { return false };
-    let reach = analysis.reaching_defs(branch, guard.reg);
-    let float =
-        !reach.defs.is_empty() && reach.defs.iter().all(|&def| is_float_compare(func.inst(def)));
+    let float = float_tested(analysis, load, branch, guard.reg);
     if !float && !exits_past_sentinel(analysis, lp, load, branch, exit_to) {
         return false;
     }
@@ -493,7 +491,137 @@ fn is_its_own_flag(
 /// An instruction that only compares: a predicate from an integer or floating-point test.
 fn is_comparison(inst: &Inst) -> bool {
     is_float_compare(inst)
+        || is_float_set(inst)
         || matches!(inst.opcode.split('.').next(), Some("setp" | "ISETP" | "UISETP"))
+}
+
+/// Whether the exit's guard, `reg` as `branch` reads it, is decided by floating-point tests of
+/// what `load` read: every definition is a floating-point comparison (`setp.eq.f32`, SASS
+/// `FSETP`, `HSETP2`) or a comparison that writes a mask (`set.eq.f16x2.f16x2`, SASS
+/// `HSET2.BF.EQ.AND`), or combines such tests with bit or predicate logic (`or.b32`,
+/// `LOP3.LUT P0, RZ, R8, R7, RZ, 0xfc, !PT`, `or.pred`, a vote) or tests such a mask against
+/// zero (`setp.ne.s32 %p1, %r16, 0`), and at least one comparison reads a value made from the
+/// load. A half-precision slot polled until neither half is a sentinel (cuDNN's persistent RNN
+/// kernels wait for `-65504` to be overwritten in every half of three words at once) is such a
+/// test.
+fn float_tested(analysis: &FunctionAnalysis<'_>, load: InstId, branch: InstId, reg: Reg) -> bool {
+    let mut steps = 0;
+    let mut from_load = false;
+    float_tests(analysis, load, branch, reg, &mut steps, &mut from_load) && from_load
+}
+
+/// How many definitions [`float_tested`] visits.
+const MAX_FLOAT_TEST_STEPS: usize = 16;
+
+/// [`float_tested`] for `reg` at `at`; sets `from_load` when a comparison reads the load's
+/// value.
+fn float_tests(
+    analysis: &FunctionAnalysis<'_>,
+    load: InstId,
+    at: InstId,
+    reg: Reg,
+    steps: &mut usize,
+    from_load: &mut bool,
+) -> bool {
+    let func = analysis.func;
+    let reach = analysis.reaching_defs(at, reg);
+    !reach.defs.is_empty()
+        && reach.defs.iter().all(|&def| {
+            *steps += 1;
+            if *steps > MAX_FLOAT_TEST_STEPS {
+                return false;
+            }
+            let inst = func.inst(def);
+            let guard = inst.guard.map(|g| g.reg);
+            let operands = || inst.uses.iter().copied().filter(move |&used| Some(used) != guard);
+            if is_float_compare(inst) || is_float_set(inst) {
+                // The operands: a value compared, a bound, or the predicate of the tests
+                // before it that this one joins (`HSETP2.EQ.OR P1, PT, R196.H0_H0, -65504,
+                // -65504, P1`), which must be floating-point tests too.
+                // A load under a guard (`@!P3 LDG.E.U16.STRONG.SYS R201, ...`) reaches the
+                // comparison beside what the register held where it did not run.
+                return operands().all(|used| {
+                    let reach = analysis.reaching_defs(def, used);
+                    if made_from(analysis, def, used, load, 0) {
+                        *from_load = true;
+                        return true;
+                    }
+                    let joined = reach.defs.iter().any(|&d| {
+                        let joined = func.inst(d);
+                        is_float_compare(joined) || is_float_set(joined)
+                    });
+                    !joined || float_tests(analysis, load, def, used, steps, from_load)
+                });
+            }
+            let logic = is_bit_logic(inst)
+                || matches!(
+                    inst.value,
+                    Some(
+                        ValueOp::PredAnd(..)
+                            | ValueOp::PredOr(..)
+                            | ValueOp::PredNot(_)
+                            | ValueOp::Vote { .. }
+                            | ValueOp::Copy(_)
+                    )
+                )
+                || matches!(
+                    inst.value,
+                    Some(ValueOp::Compare(compare, _, 0))
+                        if matches!(compare.relation, Relation::Eq | Relation::Ne)
+                );
+            logic
+                && operands().next().is_some()
+                && operands().all(|used| float_tests(analysis, load, def, used, steps, from_load))
+        })
+}
+
+/// Whether `reg` at `at` holds bits that `load` read: the load reaches it, directly (beside
+/// what the register held where a guarded load did not run) or through copies, masks and byte
+/// permutes (`PRMT R4, R0, 0x5410, R5` packs two 16-bit loads into one half2 operand).
+fn made_from(
+    analysis: &FunctionAnalysis<'_>,
+    at: InstId,
+    reg: Reg,
+    load: InstId,
+    depth: u8,
+) -> bool {
+    let func = analysis.func;
+    let reach = analysis.reaching_defs(at, reg);
+    reach.defs.contains(&load)
+        || (depth < 4
+            && reach.defs.iter().any(|&def| {
+                let inst = func.inst(def);
+                let carries = inst.opcode == "PRMT"
+                    || matches!(
+                        inst.value,
+                        Some(ValueOp::Copy(_) | ValueOp::AndImm(..) | ValueOp::And(..))
+                    );
+                carries
+                    && inst.uses.iter().any(|&used| made_from(analysis, def, used, load, depth + 1))
+            }))
+}
+
+/// A comparison of floating-point values that writes a mask instead of a predicate: PTX `set`
+/// with a floating-point source type (`set.eq.f16x2.f16x2`), SASS `FSET`, `HSET2`.
+fn is_float_set(inst: &Inst) -> bool {
+    let mut words = inst.opcode.split('.');
+    match words.next().unwrap_or("") {
+        "FSET" | "HSET2" => true,
+        "set" => words
+            .next_back()
+            .is_some_and(|w| matches!(w, "f16" | "f16x2" | "bf16" | "bf16x2" | "f32" | "f64")),
+        _ => false,
+    }
+}
+
+/// Bitwise logic: PTX `and`, `or`, `xor`, `not` of integers, SASS `LOP3.LUT`, `PLOP3.LUT`,
+/// `LOP`; and a value selected by a predicate (PTX `selp.u16 %rs4, 1, 0, %p`, SASS `SEL`),
+/// which turns a test into a mask.
+fn is_bit_logic(inst: &Inst) -> bool {
+    matches!(
+        inst.opcode.split('.').next(),
+        Some("and" | "or" | "xor" | "not" | "selp" | "LOP3" | "PLOP3" | "ULOP3" | "LOP" | "SEL")
+    )
 }
 
 /// The registers that hold what the poll read, with the instruction that wrote each: the load's
