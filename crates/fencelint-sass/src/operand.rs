@@ -176,19 +176,29 @@ pub(crate) fn parse_operand(token: &str, offset: usize) -> Operand<'_> {
     if let Some(stripped) = text.strip_suffix(".reuse") {
         operand.reuse = true;
         text = stripped;
-    } else if let Some(at) = text.find(".reuse.") {
-        // The reuse flag before a half selector: `HADD2.F32 R6, -RZ, R0.reuse.H0_H0`.
-        let selector = &text[at + ".reuse.".len()..];
-        if let (Some(reg), Some(suffix), false) =
-            (register(&text.as_bytes()[..at]), Suffix::new(selector), selector.is_empty())
-        {
-            operand.reuse = true;
-            operand.kind = OperandKind::Reg(RegRef { reg, suffix });
-            return operand;
-        }
     }
-    operand.kind = parse_kind(text).unwrap_or(OperandKind::Other(text));
+    operand.kind = match parse_kind(text) {
+        Some(kind) => kind,
+        None => match reused_half(text) {
+            Some(reg) => {
+                operand.reuse = true;
+                OperandKind::Reg(reg)
+            }
+            None => OperandKind::Other(text),
+        },
+    };
     operand
+}
+
+/// A register with the reuse flag before a half selector (`HADD2.F32 R6, -RZ, R0.reuse.H0_H0`):
+/// tried only for operands nothing else reads, so the common path pays nothing for it.
+fn reused_half(text: &str) -> Option<RegRef> {
+    let at = text.find(".reuse.")?;
+    let selector = &text[at + ".reuse.".len()..];
+    if selector.is_empty() {
+        return None;
+    }
+    Some(RegRef { reg: register(&text.as_bytes()[..at])?, suffix: Suffix::new(selector)? })
 }
 
 fn parse_kind(text: &str) -> Option<OperandKind<'_>> {
