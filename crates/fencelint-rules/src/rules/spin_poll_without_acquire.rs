@@ -356,15 +356,7 @@ fn reaches_alone(
         if inst.kind.reads_memory() {
             return false;
         }
-        let logic = matches!(
-            inst.value,
-            Some(
-                ValueOp::PredAnd(..)
-                    | ValueOp::PredOr(..)
-                    | ValueOp::PredNot(_)
-                    | ValueOp::Vote { .. }
-            )
-        );
+        let logic = is_pred_logic(inst);
         let mut from_load = false;
         let mut others_invariant = true;
         for &used in &inst.uses {
@@ -554,16 +546,8 @@ fn float_tests(
                 });
             }
             let logic = is_bit_logic(inst)
-                || matches!(
-                    inst.value,
-                    Some(
-                        ValueOp::PredAnd(..)
-                            | ValueOp::PredOr(..)
-                            | ValueOp::PredNot(_)
-                            | ValueOp::Vote { .. }
-                            | ValueOp::Copy(_)
-                    )
-                )
+                || is_pred_logic(inst)
+                || matches!(inst.value, Some(ValueOp::Copy(_)))
                 || matches!(
                     inst.value,
                     Some(ValueOp::Compare(compare, _, 0))
@@ -612,6 +596,17 @@ fn is_float_set(inst: &Inst) -> bool {
             .is_some_and(|w| matches!(w, "f16" | "f16x2" | "bf16" | "bf16x2" | "f32" | "f64")),
         _ => false,
     }
+}
+
+/// Predicate logic, where other tests (a timeout, an abort flag) may join a poll's: `and.pred`,
+/// `or.pred`, `not.pred`, a warp vote.
+fn is_pred_logic(inst: &Inst) -> bool {
+    matches!(
+        inst.value,
+        Some(
+            ValueOp::PredAnd(..) | ValueOp::PredOr(..) | ValueOp::PredNot(_) | ValueOp::Vote { .. }
+        )
+    )
 }
 
 /// Bitwise logic: PTX `and`, `or`, `xor`, `not` of integers, SASS `LOP3.LUT`, `PLOP3.LUT`,
