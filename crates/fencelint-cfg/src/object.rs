@@ -87,7 +87,8 @@ impl FunctionAnalysis<'_> {
                 | ValueOp::PredOr(..)
                 | ValueOp::PredNot(_)
                 | ValueOp::Vote { .. }
-                | ValueOp::CompareHigh { .. },
+                | ValueOp::CompareHigh { .. }
+                | ValueOp::CompareJoined { .. },
             )
             | None => None,
         }
@@ -173,7 +174,8 @@ impl FunctionAnalysis<'_> {
                             | ValueOp::PredOr(..)
                             | ValueOp::PredNot(_)
                             | ValueOp::Vote { .. }
-                            | ValueOp::CompareHigh { .. },
+                            | ValueOp::CompareHigh { .. }
+                            | ValueOp::CompareJoined { .. },
                         )
                         | None => sum.terms.push(AddrRoot::Def(*def)),
                     }

@@ -183,6 +183,18 @@ pub enum ValueOp {
         bound: i64,
         low: Reg,
     },
+    /// A comparison with a constant joined to another predicate, SASS `ISETP.EQ.U32.OR P1, PT,
+    /// R198, -0x800001, P1`: `(src <compare> bound) || other`, or `&& other` when `or` is
+    /// false; `negated` when the other predicate is read inverted (`!P0`). ptxas chains the
+    /// tests of several values this way.
+    CompareJoined {
+        compare: IntCompare,
+        src: Reg,
+        bound: i64,
+        other: Reg,
+        negated: bool,
+        or: bool,
+    },
 }
 
 /// An integer comparison: the relation, whether it is signed, and the operand width.

@@ -969,18 +969,34 @@ fn isetp_value(func: &mut Lowering, opcode: &str, operands: &[Operand<'_>]) -> O
         signed = false;
         word = words.next()?;
     }
-    if word != "AND" {
-        return None;
-    }
+    let or = match word {
+        "AND" => false,
+        "OR" => true,
+        _ => return None,
+    };
     match words.next() {
         None => {}
-        Some("EX") if words.next().is_none() => {
+        Some("EX") if !or && words.next().is_none() => {
             return isetp_ex_value(func, relation, signed, operands);
         }
         Some(_) => return None,
     }
     let [_, second, a, b, combine] = operands else { return None };
-    if !is_always(second) || !is_always(combine) || !is_plain(a) || !is_plain(b) {
+    if !is_always(second) || !is_plain(a) || !is_plain(b) {
+        return None;
+    }
+    // `.AND PT` is the comparison alone; another predicate is joined to it.
+    let joined = if is_always(combine) {
+        None
+    } else if let Some(r) = combine.reg()
+        && is_predicate(r.reg)
+        && !r.reg.is_special()
+    {
+        Some((func.reg(r.reg)?, combine.invert))
+    } else {
+        return None;
+    };
+    if or && joined.is_none() {
         return None;
     }
     let register = |func: &mut Lowering, o: &Operand<'_>| match o.reg() {
@@ -988,12 +1004,19 @@ fn isetp_value(func: &mut Lowering, opcode: &str, operands: &[Operand<'_>]) -> O
         _ => None,
     };
     let mut compare = IntCompare { relation, signed, bits: 32 };
-    if let (Some(reg), Some(value)) = (register(func, a), constant_operand(b)) {
-        return Some(ValueOp::Compare(compare, reg, value));
-    }
-    let (value, reg) = (constant_operand(a)?, register(func, b)?);
-    compare.relation = relation.swapped();
-    Some(ValueOp::Compare(compare, reg, value))
+    let (src, bound) = if let (Some(reg), Some(value)) = (register(func, a), constant_operand(b)) {
+        (reg, value)
+    } else {
+        let (value, reg) = (constant_operand(a)?, register(func, b)?);
+        compare.relation = relation.swapped();
+        (reg, value)
+    };
+    Some(match joined {
+        None => ValueOp::Compare(compare, src, bound),
+        Some((other, negated)) => {
+            ValueOp::CompareJoined { compare, src, bound, other, negated, or }
+        }
+    })
 }
 
 /// `ISETP.{NE,EQ}.AND.EX Pd, PT, Rhi, imm|RZ, PT, Plo`: the high half of a 64-bit

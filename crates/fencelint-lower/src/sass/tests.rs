@@ -201,6 +201,7 @@ fn comparisons_with_a_constant() {
         /*0090*/                   ISETP.NE.AND P0, PT, R2, R3, PT ;
         /*00a0*/                   ISETP.NE.AND P0, PT, R2, c[0x0][0x160], PT ;
         /*00b0*/                   ISETP.NE.AND P0, PT, -R2, RZ, PT ;
+        /*00c0*/                   ISETP.EQ.U32.OR P0, PT, R198, -0x800001, !P0 ;
 		..........
 ";
     let modules = lower(text, SassFormat::CuobjdumpText);
@@ -231,9 +232,32 @@ fn comparisons_with_a_constant() {
             low: reg("P0"),
         })
     );
-    // A second destination, a combining predicate, `OR`, two registers, a constant-bank operand,
-    // a negated source: not a plain comparison with a constant.
-    for (i, inst) in f.insts.iter().enumerate().skip(4).filter(|&(i, _)| i != 8) {
+    // A combining predicate: the comparison joined to it.
+    assert_eq!(
+        f.insts[5].value,
+        Some(ValueOp::CompareJoined {
+            compare: compare(Relation::Ne, true),
+            src: reg("R2"),
+            bound: 0,
+            other: reg("P2"),
+            negated: false,
+            or: false,
+        })
+    );
+    assert_eq!(
+        f.insts[12].value,
+        Some(ValueOp::CompareJoined {
+            compare: compare(Relation::Eq, false),
+            src: reg("R198"),
+            bound: -0x80_0001,
+            other: reg("P0"),
+            negated: true,
+            or: true,
+        })
+    );
+    // A second destination, `!PT`, `OR` with `PT`, two registers, a constant-bank operand, a
+    // negated source: not a comparison with a constant.
+    for (i, inst) in f.insts.iter().enumerate().skip(4).filter(|&(i, _)| ![5, 8, 12].contains(&i)) {
         assert_eq!(inst.value, None, "{i} {}", inst.opcode);
     }
 }

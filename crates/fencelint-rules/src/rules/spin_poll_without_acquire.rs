@@ -362,7 +362,13 @@ fn reaches_alone(
         for &used in &inst.uses {
             if reaches_alone(analysis, lp, load, def, used, memo) {
                 from_load = true;
-            } else if !logic && !lp.is_invariant(analysis, def, used) {
+            } else if logic {
+                // A timeout or an abort test may join the poll's; a test of memory read at
+                // an address that moves with the iteration is a search, not a wait.
+                if reads_moving_memory(analysis, lp, def, used, &mut Vec::new()) {
+                    others_invariant = false;
+                }
+            } else if !lp.is_invariant(analysis, def, used) {
                 others_invariant = false;
             }
         }
@@ -370,6 +376,34 @@ fn reaches_alone(
     });
     memo[slot].1 = alone;
     alone
+}
+
+/// Whether the value of `reg` as `at` reads it comes, inside the loop, from a read of memory
+/// whose address changes from one iteration to the next: the exit of a search (`for (i = lo;
+/// i < hi; ++i) if (x[i] == max) break;`, cuDNN's max-pooling backward kernels, whose test of
+/// `x[i]` joins a NaN test of the weak read of `max`) rather than of a wait.
+fn reads_moving_memory(
+    analysis: &FunctionAnalysis<'_>,
+    lp: &Loop,
+    at: InstId,
+    reg: Reg,
+    seen: &mut Vec<(InstId, Reg)>,
+) -> bool {
+    if seen.contains(&(at, reg)) || seen.len() >= MAX_TEST_STEPS {
+        return false;
+    }
+    seen.push((at, reg));
+    let func = analysis.func;
+    analysis.reaching_defs(at, reg).defs.into_iter().any(|def| {
+        if !lp.contains_inst(analysis, def) {
+            return false;
+        }
+        let inst = func.inst(def);
+        if inst.kind.reads_memory() {
+            return !lp.address_is_invariant(analysis, def);
+        }
+        inst.uses.iter().any(|&used| reads_moving_memory(analysis, lp, def, used, seen))
+    })
 }
 
 /// Whether the poll reads its data together with its flag: a vector load (the 8- and 16-byte
@@ -503,7 +537,7 @@ fn float_tested(analysis: &FunctionAnalysis<'_>, load: InstId, branch: InstId, r
 }
 
 /// How many definitions [`float_tested`] visits.
-const MAX_FLOAT_TEST_STEPS: usize = 16;
+const MAX_FLOAT_TEST_STEPS: usize = 48;
 
 /// [`float_tested`] for `reg` at `at`; sets `from_load` when a comparison reads the load's
 /// value.
@@ -526,6 +560,20 @@ fn float_tests(
             let inst = func.inst(def);
             let guard = inst.guard.map(|g| g.reg);
             let operands = || inst.uses.iter().copied().filter(move |&used| Some(used) != guard);
+            // ptxas compares a float with a constant that is neither zero nor NaN by its bits
+            // (`ISETP.EQ.U32.AND P5, PT, R34, -0x800001, PT` for `== -FLT_MAX`).
+            // Chained through a predicate (`ISETP.EQ.U32.OR P1, PT, R198, -0x800001, P1`), the
+            // test joined must be one of these too.
+            if let Some((compare, src, bound, joined)) = compare_with_constant(inst)
+                && matches!(compare.relation, Relation::Eq | Relation::Ne)
+                && is_float_sentinel(bound, compare.bits)
+            {
+                if made_from(analysis, def, src, load, 0) {
+                    *from_load = true;
+                }
+                return joined
+                    .is_none_or(|other| float_tests(analysis, load, def, other, steps, from_load));
+            }
             if is_float_compare(inst) || is_float_set(inst) {
                 // The operands: a value compared, a bound, or the predicate of the tests
                 // before it that this one joins (`HSETP2.EQ.OR P1, PT, R196.H0_H0, -65504,
@@ -583,6 +631,33 @@ fn made_from(
                 carries
                     && inst.uses.iter().any(|&used| made_from(analysis, def, used, load, depth + 1))
             }))
+}
+
+/// The comparison with a constant that `inst` computes (`src <compare> bound`), with the
+/// predicate it joins, if any.
+fn compare_with_constant(inst: &Inst) -> Option<(IntCompare, Reg, i64, Option<Reg>)> {
+    match inst.value {
+        Some(ValueOp::Compare(compare, src, bound)) => Some((compare, src, bound, None)),
+        Some(ValueOp::CompareJoined { compare, src, bound, other, .. }) => {
+            Some((compare, src, bound, Some(other)))
+        }
+        _ => None,
+    }
+}
+
+/// Whether `bound`, compared at `bits`, is the bit pattern of a float sentinel that ptxas
+/// compares as an integer: the largest finite values and the infinities of `f32` (`0xff7fffff`,
+/// `-FLT_MAX`, prints as `-0x800001`) and of `f16` (`0xfbff`, `-65504`), zero-extended from a
+/// 16-bit load or not.
+fn is_float_sentinel(bound: i64, bits: u8) -> bool {
+    let bits = u32::from(bits.clamp(1, 64));
+    let value = if bits >= 64 {
+        bound.cast_unsigned()
+    } else {
+        bound.cast_unsigned() & ((1u64 << bits) - 1)
+    };
+    matches!(value, 0x7f7f_ffff | 0xff7f_ffff | 0x7f80_0000 | 0xff80_0000)
+        || matches!(value, 0x7bff | 0xfbff | 0x7c00 | 0xfc00)
 }
 
 /// A comparison of floating-point values that writes a mask instead of a predicate: PTX `set`
