@@ -88,7 +88,8 @@ impl FunctionAnalysis<'_> {
                 | ValueOp::PredNot(_)
                 | ValueOp::Vote { .. }
                 | ValueOp::CompareHigh { .. }
-                | ValueOp::CompareJoined { .. },
+                | ValueOp::CompareJoined { .. }
+                | ValueOp::FetchAdd(_),
             )
             | None => None,
         }
@@ -175,7 +176,8 @@ impl FunctionAnalysis<'_> {
                             | ValueOp::PredNot(_)
                             | ValueOp::Vote { .. }
                             | ValueOp::CompareHigh { .. }
-                            | ValueOp::CompareJoined { .. },
+                            | ValueOp::CompareJoined { .. }
+                            | ValueOp::FetchAdd(_),
                         )
                         | None => sum.terms.push(AddrRoot::Def(*def)),
                     }

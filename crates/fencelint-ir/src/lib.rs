@@ -183,6 +183,10 @@ pub enum ValueOp {
         bound: i64,
         low: Reg,
     },
+    /// A returning atomic add of a constant (PTX `atom.global.add.u32 %r1, [%rd1], 1`): what it
+    /// returns is the location's value before the add. Lets a rule tell a ticket taken from a
+    /// counter from a poll (`atom.add` of 0).
+    FetchAdd(i64),
     /// A comparison with a constant joined to another predicate, SASS `ISETP.EQ.U32.OR P1, PT,
     /// R198, -0x800001, P1`: `(src <compare> bound) || other`, or `&& other` when `or` is
     /// false; `negated` when the other predicate is read inverted (`!P0`). ptxas chains the

@@ -438,6 +438,10 @@ fn value_op(
             }
         }
         "mapa" => reg_of(func, src).map(ValueOp::Mapa),
+        // A fetch-and-add of a constant: `atom.global.add.u32 %r1, [%rd1], 1`.
+        "atom" if instruction.has_modifier("add") && ops.len() == 3 => {
+            ops[2].as_integer().map(ValueOp::FetchAdd)
+        }
         "and" | "or" if instruction.modifiers() == ["pred"] && ops.len() == 3 => {
             let (a, b) = (reg_of(func, src)?, reg_of(func, ops.get(2)?)?);
             Some(if instruction.mnemonic() == "and" {

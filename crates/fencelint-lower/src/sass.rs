@@ -814,6 +814,35 @@ fn source_value(func: &mut Lowering, operand: &Operand<'_>) -> Option<ValueOp> {
     }
 }
 
+/// The bits of `value` as an IEEE half, when it is one exactly (zero, normal or subnormal).
+fn f16_bits(value: f64) -> Option<u16> {
+    let bits = value.to_bits();
+    let sign = u16::from(bits >> 63 == 1) << 15;
+    let exponent = i32::try_from((bits >> 52) & 0x7ff).ok()? - 1023;
+    let fraction = bits & ((1u64 << 52) - 1);
+    if exponent == -1023 && fraction == 0 {
+        return Some(sign);
+    }
+    if (-14..=15).contains(&exponent) {
+        // A normal half keeps the top 10 of the 52 fraction bits.
+        if fraction & ((1u64 << 42) - 1) != 0 {
+            return None;
+        }
+        let biased = u16::try_from(exponent + 15).ok()?;
+        return Some(sign | biased << 10 | u16::try_from(fraction >> 42).ok()?);
+    }
+    if (-24..-14).contains(&exponent) {
+        // A subnormal half is a multiple of 2^-24.
+        let shift = u32::try_from(52 - (exponent + 24)).ok()?;
+        let full = (1u64 << 52) | fraction;
+        if full & ((1u64 << shift) - 1) != 0 {
+            return None;
+        }
+        return Some(sign | u16::try_from(full >> shift).ok()?);
+    }
+    None
+}
+
 /// `a + b + c` where one term is a register and the others immediates or zero.
 fn sum_value(func: &mut Lowering, terms: &[Operand<'_>]) -> Option<ValueOp> {
     let mut reg = None;
@@ -847,6 +876,21 @@ fn value_op(
             } else {
                 None
             }
+        }
+        ValueRule::Hfma2Const => {
+            let zero = |o: &Operand<'_>| o.reg().is_some_and(|r| r.reg.is_zero());
+            let [_, a, b, high, low] = operands else { return None };
+            if !zero(a) || !zero(b) {
+                return None;
+            }
+            let half = |o: &Operand<'_>| match o.kind {
+                OperandKind::Imm(value) if !o.neg => {
+                    f16_bits(f64::from(i32::try_from(value).ok()?))
+                }
+                OperandKind::Float(value) => f16_bits(if o.neg { -value.0 } else { value.0 }),
+                _ => None,
+            };
+            Some(ValueOp::Imm(i64::from(half(high)?) << 16 | i64::from(half(low)?)))
         }
         ValueRule::Add3 => {
             // The three terms after the destination and any carry-out predicates.

@@ -113,6 +113,9 @@ pub enum ValueRule {
     Copy,
     /// `IMAD.MOV.U32 Rd, RZ, RZ, Rs|imm|c[..]`.
     ImadMov,
+    /// `HFMA2.MMA Rd, -RZ, RZ, a, b`: `0 * 0 + (a, b)`, ptxas's way of writing a 32-bit
+    /// constant as two halves (`HFMA2.MMA R5, -RZ, RZ, 0, 5.9604644775390625e-08` is `1`).
+    Hfma2Const,
     /// `IADD3 Rd, [carry-outs,] Rs, imm, RZ`.
     Add3,
     /// `VIADD Rd, Rs, imm`.
@@ -516,6 +519,7 @@ fn meaning_of(class: Class, facts: &mut Facts<'_>) -> Result<Meaning, String> {
         None => None,
         Some("copy") => Some(ValueRule::Copy),
         Some("imad_mov") => Some(ValueRule::ImadMov),
+        Some("hfma2_const") => Some(ValueRule::Hfma2Const),
         Some("add3") => Some(ValueRule::Add3),
         Some("add") => Some(ValueRule::Add),
         Some("ldc") => Some(ValueRule::Ldc),

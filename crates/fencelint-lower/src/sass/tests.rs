@@ -262,6 +262,28 @@ fn comparisons_with_a_constant() {
     }
 }
 
+/// `HFMA2.MMA Rd, -RZ, RZ, a, b` writes the constant whose halves are `a` and `b`.
+#[test]
+fn hfma2_writes_a_constant() {
+    let text = "
+		Function : k
+        /*0000*/                   HFMA2.MMA R5, -RZ, RZ, 0, 5.9604644775390625e-08 ;
+        /*0010*/                   HFMA2.MMA R6, -RZ, RZ, 0, 0 ;
+        /*0020*/                   HFMA2 R7, -RZ, RZ, 1.875, -65504 ;
+        /*0030*/                   HFMA2.MMA R8, -RZ, RZ, 0, 0.1 ;
+        /*0040*/                   HFMA2 R9, R2, R3, 0, 1 ;
+		..........
+";
+    let modules = lower(text, SassFormat::CuobjdumpText);
+    let f = only_function(&modules);
+    assert_eq!(f.insts[0].value, Some(ValueOp::Imm(1)));
+    assert_eq!(f.insts[1].value, Some(ValueOp::Imm(0)));
+    assert_eq!(f.insts[2].value, Some(ValueOp::Imm(0x3f80_fbff)));
+    // 0.1 is no half; the operands are not zero.
+    assert_eq!(f.insts[3].value, None);
+    assert_eq!(f.insts[4].value, None);
+}
+
 /// `CS2R Rd, SRZ` zeroes a register pair; `CS2R.32` one register.
 #[test]
 fn cs2r_writes_a_pair() {

@@ -162,6 +162,7 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
                 || read_in_step_with_the_cta(analysis, lp, load, mem)
                 || (mem.sem == Sem::Weak && !tested_alone(analysis, lp, load, branch))
                 || lp.feeds_itself(analysis, load)
+                || takes_a_ticket(analysis, load)
                 || carries_its_data(analysis, lp, load, branch, to)
                 || packs_status_and_value(analysis, load)
                 || is_its_own_flag(analysis, lp, load, branch, to)
@@ -404,6 +405,62 @@ fn reads_moving_memory(
         }
         inst.uses.iter().any(|&used| reads_moving_memory(analysis, lp, def, used, seen))
     })
+}
+
+/// Whether `load` is an atomic that adds a nonzero constant and returns the old value: a ticket
+/// taken from a counter (`t = atomicAdd(&next, 1)`; cuSOLVER's `*_domino_merge` kernels hand each
+/// row block to the CTA that draws it, and stop once the ticket passes the end). Each iteration
+/// moves the counter itself, so the loop waits for no other thread; `atomicAdd(p, 0)`, the poll
+/// idiom, adds nothing. PTX records the constant (`ValueOp::FetchAdd`); in SASS the addend is
+/// the atomic's last register (`ATOMG.E.ADD.STRONG.GPU PT, R15, [R18], R22`), defined as a
+/// constant (`MOV R22, 0x1`); `RZ` is zero.
+fn takes_a_ticket(analysis: &FunctionAnalysis<'_>, load: InstId) -> bool {
+    let func = analysis.func;
+    let inst = func.inst(load);
+    if !matches!(inst.kind, InstKind::Atomic { returns: true, .. }) {
+        return false;
+    }
+    if let Some(ValueOp::FetchAdd(amount)) = inst.value {
+        return amount != 0;
+    }
+    let mut words = inst.opcode.split('.');
+    if !matches!(words.next(), Some("ATOMG" | "ATOM")) || !words.any(|w| w == "ADD") {
+        return false;
+    }
+    // The addend is the last operand; the address may name a register pair (`[R2.64]` reads
+    // `R3` too), so only the last register read is taken.
+    let guard = inst.guard.map(|g| g.reg);
+    let Some(&addend) = inst.uses.iter().rev().find(|&&reg| Some(reg) != guard) else {
+        return false;
+    };
+    if address_regs(inst).any(|a| a == addend) {
+        return false;
+    }
+    let reach = analysis.reaching_defs(load, addend);
+    !reach.from_entry
+        && !reach.defs.is_empty()
+        && reach.defs.iter().all(|&def| {
+            let inst = func.inst(def);
+            matches!(inst.value, Some(ValueOp::Imm(amount)) if amount != 0)
+                || counts_active_lanes(analysis, def)
+        })
+}
+
+/// Whether `id` counts the lanes of the warp that take part (`POPC R7, UR6` of `VOTEU.ANY UR6,
+/// UPT, PT`): ptxas aggregates a warp's `atomicAdd(p, 1)` into one add of that count by one
+/// lane, which is never zero.
+fn counts_active_lanes(analysis: &FunctionAnalysis<'_>, id: InstId) -> bool {
+    let func = analysis.func;
+    let inst = func.inst(id);
+    let [mask] = inst.uses[..] else { return false };
+    inst.opcode == "POPC" && {
+        let reach = analysis.reaching_defs(id, mask);
+        !reach.defs.is_empty()
+            && reach
+                .defs
+                .iter()
+                .all(|&def| matches!(func.inst(def).opcode.as_str(), "VOTEU.ANY" | "VOTE.ANY"))
+    }
 }
 
 /// Whether the poll reads its data together with its flag: a vector load (the 8- and 16-byte
