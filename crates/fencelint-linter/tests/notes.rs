@@ -1,5 +1,5 @@
-//! The notes of spin-poll-without-acquire findings, on hand-written PTX (test inputs, not
-//! compiler output).
+//! The notes of spin-poll-without-acquire findings, and which loops it takes for polls, on
+//! hand-written PTX (test inputs, not compiler output).
 
 use fencelint_linter::{InputKind, Settings};
 use fencelint_source::FileId;
@@ -59,4 +59,29 @@ fn volatile_reads_before_the_named_read_get_a_note() {
         !weak_first[0].iter().any(|n| n.contains("relaxed or volatile read")),
         "{weak_first:?}"
     );
+}
+
+/// A ticket drawn from a counter (`atomicAdd(&next, k)` with `k` nonzero, as an immediate or in a
+/// register set to a constant) is not a poll; `atomicAdd(p, 0)` is, in either form.
+#[test]
+fn tickets_are_not_polls() {
+    let loop_with = |addend: &str| {
+        spin_poll_notes(&format!(
+            "$L: atom.global.add.u32 %r1, [%rd1], {addend};\nsetp.lt.u32 %p1, %r1, 64;\n\
+             @%p1 bra $L;\nld.global.u32 %r4, [%rd2];\nst.global.u32 [%rd3], %r4;"
+        ))
+        .len()
+    };
+    assert_eq!(loop_with("1"), 0);
+    assert_eq!(loop_with("0"), 1);
+    let in_register = |value: u32| {
+        spin_poll_notes(&format!(
+            "mov.u32 %r2, {value};\n$L: atom.global.add.u32 %r1, [%rd1], %r2;\n\
+             setp.lt.u32 %p1, %r1, 64;\n@%p1 bra $L;\nld.global.u32 %r4, [%rd2];\n\
+             st.global.u32 [%rd3], %r4;"
+        ))
+        .len()
+    };
+    assert_eq!(in_register(4), 0);
+    assert_eq!(in_register(0), 1);
 }

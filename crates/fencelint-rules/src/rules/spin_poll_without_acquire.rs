@@ -411,9 +411,10 @@ fn reads_moving_memory(
 /// taken from a counter (`t = atomicAdd(&next, 1)`; cuSOLVER's `*_domino_merge` kernels hand each
 /// row block to the CTA that draws it, and stop once the ticket passes the end). Each iteration
 /// moves the counter itself, so the loop waits for no other thread; `atomicAdd(p, 0)`, the poll
-/// idiom, adds nothing. PTX records the constant (`ValueOp::FetchAdd`); in SASS the addend is
-/// the atomic's last register (`ATOMG.E.ADD.STRONG.GPU PT, R15, [R18], R22`), defined as a
-/// constant (`MOV R22, 0x1`); `RZ` is zero.
+/// idiom, adds nothing. PTX records an immediate addend (`ValueOp::FetchAdd`); otherwise the
+/// addend is the atomic's last register (SASS `ATOMG.E.ADD.STRONG.GPU PT, R15, [R18], R22`,
+/// PTX `atom.global.add.u32 %r1, [%rd1], %r2`), defined as a nonzero constant (`MOV R22, 0x1`,
+/// `mov.u32 %r2, 1`) or as a count of active lanes; `RZ` is zero.
 fn takes_a_ticket(analysis: &FunctionAnalysis<'_>, load: InstId) -> bool {
     let func = analysis.func;
     let inst = func.inst(load);
@@ -423,8 +424,15 @@ fn takes_a_ticket(analysis: &FunctionAnalysis<'_>, load: InstId) -> bool {
     if let Some(ValueOp::FetchAdd(amount)) = inst.value {
         return amount != 0;
     }
+    // An add whose addend is a register (`atom.global.add.u32 %r1, [%rd1], %r2`, SASS
+    // `ATOMG.E.ADD`): the register must hold a nonzero amount.
     let mut words = inst.opcode.split('.');
-    if !matches!(words.next(), Some("ATOMG" | "ATOM")) || !words.any(|w| w == "ADD") {
+    let add = match words.next() {
+        Some("atom") => "add",
+        Some("ATOMG" | "ATOM") => "ADD",
+        _ => return false,
+    };
+    if !words.any(|w| w == add) {
         return false;
     }
     // The addend is the last operand; the address may name a register pair (`[R2.64]` reads
@@ -638,12 +646,11 @@ fn float_tests(
                 // A load under a guard (`@!P3 LDG.E.U16.STRONG.SYS R201, ...`) reaches the
                 // comparison beside what the register held where it did not run.
                 return operands().all(|used| {
-                    let reach = analysis.reaching_defs(def, used);
                     if made_from(analysis, def, used, load, 0) {
                         *from_load = true;
                         return true;
                     }
-                    let joined = reach.defs.iter().any(|&d| {
+                    let joined = analysis.reaching_defs(def, used).defs.iter().any(|&d| {
                         let joined = func.inst(d);
                         is_float_compare(joined) || is_float_set(joined)
                     });
