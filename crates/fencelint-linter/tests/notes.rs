@@ -85,3 +85,61 @@ fn tickets_are_not_polls() {
     assert_eq!(in_register(4), 0);
     assert_eq!(in_register(0), 1);
 }
+
+/// The spin-poll findings of a hand-written cuobjdump listing of one `sm_90` kernel whose code is
+/// `body` (`/*addr*/ OPCODE ... ;` lines).
+fn sass_spin_polls(body: &str) -> usize {
+    let text = format!(
+        "\n\tcode for sm_90\n\t\tFunction : k\n\t.headerflags\t@\"EF_CUDA_SM90 \
+         EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)\"\n{body}\t\t..........\n"
+    );
+    let kind = InputKind::Sass(fencelint_sass::SassFormat::CuobjdumpText);
+    let lint = fencelint_linter::lint_text(FileId(0), &text, kind, &Settings::default());
+    assert!(lint.diagnostics.iter().all(|d| d.rule != "parse-error"), "{:?}", lint.diagnostics);
+    lint.diagnostics.iter().filter(|d| d.rule == "spin-poll-without-acquire").count()
+}
+
+/// Three words polled until no half holds the sentinel, as ptxas writes cuDNN's persistent RNN
+/// kernels' test: the search stops at the first word that still holds it (`@P5 BRA` past the
+/// rest, with `R27` set to 1 before), and the words are used after the loop. The exit is decided
+/// by the half-precision tests alone: each value is its own flag. With a bound on the rounds
+/// tested inside the loop, it is not.
+#[test]
+fn a_search_for_sentinels_is_its_own_flag() {
+    let listing = |extra: &str| {
+        format!(
+            "        /*0000*/                   LDC.64 R28, c[0x0][0x210] ;\n\
+             {extra}\
+             \x20       /*0030*/                   LDG.E.STRONG.SYS R2, desc[UR18][R28.64] ;\n\
+             \x20       /*0040*/                   LDG.E.STRONG.SYS R3, desc[UR18][R28.64+0x4] ;\n\
+             \x20       /*0050*/                   LDG.E.STRONG.SYS R8, desc[UR18][R28.64+0x8] ;\n\
+             \x20       /*0060*/                   HSET2.BF.EQ.AND R251, R2, -65504, -65504, PT ;\n\
+             \x20       /*0070*/                   HSET2.BF.EQ.AND R27, R3, -65504, -65504, PT ;\n\
+             \x20       /*0080*/                   ISETP.NE.AND P5, PT, R27, RZ, PT ;\n\
+             \x20       /*0090*/                   MOV R27, 0x1 ;\n\
+             \x20       /*00a0*/                   ISETP.NE.OR P5, PT, R251, RZ, P5 ;\n\
+             \x20       /*00b0*/               @P5 BRA 0xf0 ;\n\
+             \x20       /*00c0*/                   HSET2.BF.EQ.AND R251, R8, -65504, -65504, PT ;\n\
+             \x20       /*00d0*/                   ISETP.NE.AND P6, PT, R251, RZ, PT ;\n\
+             \x20       /*00e0*/                   SEL R27, RZ, 0x1, !P6 ;\n\
+             \x20       /*00f0*/                   ISETP.NE.AND P5, PT, R27, RZ, PT ;\n\
+             \x20       /*0100*/               @P5 BRA 0x30 ;\n\
+             \x20       /*0110*/                   IADD3 R4, R2, R3, R8 ;\n\
+             \x20       /*0120*/                   LDC.64 R30, c[0x0][0x218] ;\n\
+             \x20       /*0130*/                   LDG.E R5, desc[UR18][R30.64] ;\n\
+             \x20       /*0140*/                   IADD3 R4, R4, R5, RZ ;\n\
+             \x20       /*0150*/                   STG.E desc[UR18][R30.64+0x4], R4 ;\n\
+             \x20       /*0160*/                   EXIT ;\n"
+        )
+    };
+    assert_eq!(sass_spin_polls(&listing("")), 0);
+    // The same loop, but it also leaves after 256 rounds: `R9` counts them at its head.
+    let counted = listing("").replace(
+        "        /*0040*/",
+        "        /*0034*/                   IADD3 R9, R9, 0x1, RZ ;\n\
+         \x20       /*0038*/                   ISETP.GT.AND P0, PT, R9, 0x100, PT ;\n\
+         \x20       /*003c*/               @P0 BRA 0x110 ;\n\
+         \x20       /*0040*/",
+    );
+    assert!(sass_spin_polls(&counted) > 0);
+}

@@ -558,8 +558,10 @@ fn is_its_own_flag(
     exit_to: fencelint_cfg::BlockId,
 ) -> bool {
     let func = analysis.func;
-    let Some(guard) = func.inst(branch).guard else { return false };
-    let float = float_tested(analysis, load, branch, guard.reg);
+    if func.inst(branch).guard.is_none() {
+        return false;
+    }
+    let float = float_tested(analysis, lp, load, branch);
     if !float && !exits_past_sentinel(analysis, lp, load, branch, exit_to) {
         return false;
     }
@@ -595,80 +597,204 @@ fn is_comparison(inst: &Inst) -> bool {
 /// load. A half-precision slot polled until neither half is a sentinel (cuDNN's persistent RNN
 /// kernels wait for `-65504` to be overwritten in every half of three words at once) is such a
 /// test.
-fn float_tested(analysis: &FunctionAnalysis<'_>, load: InstId, branch: InstId, reg: Reg) -> bool {
-    let mut steps = 0;
-    let mut from_load = false;
-    float_tests(analysis, load, branch, reg, &mut steps, &mut from_load) && from_load
+///
+/// ptxas also writes the test as a search that stops at the first word still holding the
+/// sentinel: a constant set before each test (`IMAD.MOV.U32 R126, RZ, RZ, 0x1`) and kept when a
+/// guarded branch skips the rest (`@P4 BRA`), or the tests in the branches themselves (`@P6 BRA
+/// P5, 0x480`). A definition whose value is the same in every iteration (a constant, a bound
+/// check of a loop-invariant register) then counts too, but only when every conditional branch
+/// of the loop and the guard of every definition visited are decided by such tests or by
+/// values the same in every iteration: which constant reaches the exit is then decided by the
+/// tests alone ([`branches_float_tested`]).
+fn float_tested(analysis: &FunctionAnalysis<'_>, lp: &Loop, load: InstId, branch: InstId) -> bool {
+    let mut walk =
+        FloatWalk { lp, load, steps: 0, from_load: false, fixed: false, guards: Vec::new() };
+    // The guard, and a predicate the branch reads besides (`@P0 BRA P6, 0xc0` takes the
+    // branch when both hold: a bound on the rounds joined to the tests).
+    let uses = &analysis.func.inst(branch).uses;
+    if uses.is_empty() || !uses.iter().all(|&reg| walk.tests(analysis, branch, reg)) {
+        return false;
+    }
+    if walk.fixed && !branches_float_tested(analysis, &mut walk, branch) {
+        return false;
+    }
+    walk.from_load
 }
 
 /// How many definitions [`float_tested`] visits.
-const MAX_FLOAT_TEST_STEPS: usize = 48;
+const MAX_FLOAT_TEST_STEPS: usize = 128;
 
-/// [`float_tested`] for `reg` at `at`; sets `from_load` when a comparison reads the load's
-/// value.
-fn float_tests(
-    analysis: &FunctionAnalysis<'_>,
+/// The most blocks a loop may have for [`branches_float_tested`] to read its branches.
+const MAX_FLOAT_TEST_BLOCKS: usize = 256;
+
+/// The state of [`float_tested`]'s walk back from the exit's guard.
+struct FloatWalk<'l> {
+    lp: &'l Loop,
     load: InstId,
-    at: InstId,
-    reg: Reg,
-    steps: &mut usize,
-    from_load: &mut bool,
+    /// Definitions visited, against [`MAX_FLOAT_TEST_STEPS`].
+    steps: usize,
+    /// A comparison read a value made from `load`.
+    from_load: bool,
+    /// A definition with the same value in every iteration was taken.
+    fixed: bool,
+    /// The guards of the definitions visited, as each reads its own.
+    guards: Vec<(InstId, Reg)>,
+}
+
+impl FloatWalk<'_> {
+    /// Whether `reg` at `at` is decided by floating-point tests, bit and predicate logic over
+    /// them, and values the same in every iteration.
+    fn tests(&mut self, analysis: &FunctionAnalysis<'_>, at: InstId, reg: Reg) -> bool {
+        let func = analysis.func;
+        let defs = defs_under_guard(analysis, at, reg);
+        !defs.is_empty()
+            && defs.iter().all(|&def| {
+                self.steps += 1;
+                if self.steps > MAX_FLOAT_TEST_STEPS {
+                    return false;
+                }
+                let inst = func.inst(def);
+                let guard = inst.guard.map(|g| g.reg);
+                if let Some(guard) = guard {
+                    self.guards.push((def, guard));
+                }
+                let operands =
+                    || inst.uses.iter().copied().filter(move |&used| Some(used) != guard);
+                // ptxas compares a float with a constant that is neither zero nor NaN by its
+                // bits (`ISETP.EQ.U32.AND P5, PT, R34, -0x800001, PT` for `== -FLT_MAX`).
+                // Chained through a predicate (`ISETP.EQ.U32.OR P1, PT, R198, -0x800001, P1`),
+                // the test joined must be one of these too.
+                if let Some((compare, src, bound, joined)) = compare_with_constant(inst)
+                    && matches!(compare.relation, Relation::Eq | Relation::Ne)
+                    && is_float_sentinel(bound, compare.bits)
+                {
+                    if made_from(analysis, def, src, self.load, 0) {
+                        self.from_load = true;
+                    }
+                    return joined.is_none_or(|other| self.tests(analysis, def, other));
+                }
+                if is_float_compare(inst) || is_float_set(inst) {
+                    // The operands: a value compared, a bound, or the predicate of the tests
+                    // before it that this one joins (`HSETP2.EQ.OR P1, PT, R196.H0_H0, -65504,
+                    // -65504, P1`), which must be floating-point tests too.
+                    // A load under a guard (`@!P3 LDG.E.U16.STRONG.SYS R201, ...`) reaches the
+                    // comparison beside what the register held where it did not run.
+                    return operands().all(|used| {
+                        if made_from(analysis, def, used, self.load, 0) {
+                            self.from_load = true;
+                            return true;
+                        }
+                        let joined = analysis.reaching_defs(def, used).defs.iter().any(|&d| {
+                            let joined = func.inst(d);
+                            is_float_compare(joined) || is_float_set(joined)
+                        });
+                        !joined || self.tests(analysis, def, used)
+                    });
+                }
+                // A constant (`IMAD.MOV.U32 R126, RZ, RZ, 0x1`, `PLOP3.LUT P3, PT, PT, PT, PT,
+                // 0x8, 0x0`), or a test or logic of registers that hold the same value in every
+                // iteration (`ISETP.GE.AND P4, PT, R26, 0x8, PT`, `LOP3.LUT P3, RZ, R203, 0x20,
+                // RZ, 0xc0, !PT`).
+                let pure = matches!(
+                    inst.value,
+                    Some(
+                        ValueOp::Imm(_)
+                            | ValueOp::Compare(..)
+                            | ValueOp::CompareJoined { .. }
+                            | ValueOp::AndImm(..)
+                            | ValueOp::And(..)
+                            | ValueOp::Copy(_)
+                    )
+                ) || is_bit_logic(inst)
+                    || is_pred_logic(inst);
+                if pure && operands().all(|used| self.lp.is_invariant(analysis, def, used)) {
+                    self.fixed = true;
+                    return true;
+                }
+                let logic = is_bit_logic(inst)
+                    || is_pred_logic(inst)
+                    || matches!(inst.value, Some(ValueOp::Copy(_)))
+                    || matches!(
+                        inst.value,
+                        Some(
+                            ValueOp::Compare(compare, _, 0)
+                                | ValueOp::CompareJoined { compare, bound: 0, .. }
+                        ) if matches!(compare.relation, Relation::Eq | Relation::Ne)
+                    );
+                logic
+                    && operands().next().is_some()
+                    && operands().all(|used| self.tests(analysis, def, used))
+            })
+    }
+}
+
+/// The definitions of `reg` that `at` reads. Where `at` is guarded and an earlier instruction of
+/// its block wrote `reg` under the same guard, with the guard's register unchanged in between
+/// (`@!P5 ISETP.NE.AND P6, PT, R251, RZ, PT` then `@!P5 SEL R251, RZ, 0x1, !P6`), only that one:
+/// where `at` runs, it ran too, and what `reg` held before reaches nothing.
+fn defs_under_guard(analysis: &FunctionAnalysis<'_>, at: InstId, reg: Reg) -> Vec<InstId> {
+    let func = analysis.func;
+    if let Some(guard) = func.inst(at).guard {
+        let block = analysis.cfg.block(analysis.cfg.block_of(at));
+        for before in block.ids().rev().skip_while(|&id| id != at).skip(1) {
+            let inst = func.inst(before);
+            if inst.defs.contains(&reg) {
+                if inst.guard == Some(guard) {
+                    return vec![before];
+                }
+                break;
+            }
+            if inst.defs.contains(&guard.reg) {
+                break;
+            }
+        }
+    }
+    analysis.reaching_defs(at, reg).defs
+}
+
+/// Whether every conditional branch of the loop other than `exit`, and every guard that
+/// [`FloatWalk::tests`] met, is decided by floating-point tests or by values the same in every
+/// iteration: then which of the walk's fixed values reaches the exit is decided by the tests.
+fn branches_float_tested(
+    analysis: &FunctionAnalysis<'_>,
+    walk: &mut FloatWalk<'_>,
+    exit: InstId,
 ) -> bool {
     let func = analysis.func;
-    let reach = analysis.reaching_defs(at, reg);
-    !reach.defs.is_empty()
-        && reach.defs.iter().all(|&def| {
-            *steps += 1;
-            if *steps > MAX_FLOAT_TEST_STEPS {
-                return false;
-            }
-            let inst = func.inst(def);
-            let guard = inst.guard.map(|g| g.reg);
-            let operands = || inst.uses.iter().copied().filter(move |&used| Some(used) != guard);
-            // ptxas compares a float with a constant that is neither zero nor NaN by its bits
-            // (`ISETP.EQ.U32.AND P5, PT, R34, -0x800001, PT` for `== -FLT_MAX`).
-            // Chained through a predicate (`ISETP.EQ.U32.OR P1, PT, R198, -0x800001, P1`), the
-            // test joined must be one of these too.
-            if let Some((compare, src, bound, joined)) = compare_with_constant(inst)
-                && matches!(compare.relation, Relation::Eq | Relation::Ne)
-                && is_float_sentinel(bound, compare.bits)
-            {
-                if made_from(analysis, def, src, load, 0) {
-                    *from_load = true;
-                }
-                return joined
-                    .is_none_or(|other| float_tests(analysis, load, def, other, steps, from_load));
-            }
-            if is_float_compare(inst) || is_float_set(inst) {
-                // The operands: a value compared, a bound, or the predicate of the tests
-                // before it that this one joins (`HSETP2.EQ.OR P1, PT, R196.H0_H0, -65504,
-                // -65504, P1`), which must be floating-point tests too.
-                // A load under a guard (`@!P3 LDG.E.U16.STRONG.SYS R201, ...`) reaches the
-                // comparison beside what the register held where it did not run.
-                return operands().all(|used| {
-                    if made_from(analysis, def, used, load, 0) {
-                        *from_load = true;
-                        return true;
-                    }
-                    let joined = analysis.reaching_defs(def, used).defs.iter().any(|&d| {
-                        let joined = func.inst(d);
-                        is_float_compare(joined) || is_float_set(joined)
-                    });
-                    !joined || float_tests(analysis, load, def, used, steps, from_load)
-                });
-            }
-            let logic = is_bit_logic(inst)
-                || is_pred_logic(inst)
-                || matches!(inst.value, Some(ValueOp::Copy(_)))
-                || matches!(
-                    inst.value,
-                    Some(ValueOp::Compare(compare, _, 0))
-                        if matches!(compare.relation, Relation::Eq | Relation::Ne)
-                );
-            logic
-                && operands().next().is_some()
-                && operands().all(|used| float_tests(analysis, load, def, used, steps, from_load))
-        })
+    let lp = walk.lp;
+    if lp.blocks.len() > MAX_FLOAT_TEST_BLOCKS {
+        return false;
+    }
+    let mut tests: Vec<(InstId, Reg)> = std::mem::take(&mut walk.guards);
+    for &block in &lp.blocks {
+        let last = analysis.cfg.block(block).last();
+        let inst = func.inst(last);
+        let control = &inst.control;
+        let transfers = !control.targets.is_empty() || control.exits || control.indirect;
+        // The exit's own predicates are where the walk started.
+        if last == exit || !transfers {
+            continue;
+        }
+        // The guard and any predicate the branch reads (`@P6 BRA P5, 0x480`).
+        tests.extend(inst.uses.iter().map(|&reg| (last, reg)));
+    }
+    // Each test has a step budget of its own; the guards it meets are tested in turn.
+    let mut done: Vec<(InstId, Reg)> = Vec::new();
+    while let Some((at, reg)) = tests.pop() {
+        if done.contains(&(at, reg)) {
+            continue;
+        }
+        done.push((at, reg));
+        if done.len() > MAX_FLOAT_TEST_BLOCKS * 4 {
+            return false;
+        }
+        walk.steps = 0;
+        if !lp.is_invariant(analysis, at, reg) && !walk.tests(analysis, at, reg) {
+            return false;
+        }
+        tests.append(&mut walk.guards);
+    }
+    true
 }
 
 /// Whether `reg` at `at` holds bits that `load` read: the load reaches it, directly (beside
