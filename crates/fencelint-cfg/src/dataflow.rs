@@ -8,6 +8,10 @@ use fencelint_ir::{InstId, InstKind, Reg};
 
 use crate::{BlockId, FunctionAnalysis, Loop};
 
+/// The most blocks a loop may have for a slice to follow the branches that choose between
+/// constants.
+const MAX_CHOICE_BLOCKS: usize = 256;
+
 /// A program point: just before an instruction, or at the start of a block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Point {
@@ -184,12 +188,10 @@ impl FunctionAnalysis<'_> {
         branch: InstId,
         within: Option<&Loop>,
     ) -> Vec<(InstId, Reg)> {
-        let Some(guard) = self.func.inst(branch).guard else {
-            return Vec::new();
-        };
         let mut found = Vec::new();
         let mut visited = FxHashSet::default();
-        let mut queue = VecDeque::from([(branch, guard.reg)]);
+        let mut queue: VecDeque<(InstId, Reg)> =
+            self.branch_predicates(branch).into_iter().map(|reg| (branch, reg)).collect();
         let mut steps = 0usize;
         while let Some((at, reg)) = queue.pop_front() {
             if !visited.insert((at, reg)) {
@@ -217,11 +219,130 @@ impl FunctionAnalysis<'_> {
                 for &used in &inst.uses {
                     queue.push_back((def, used));
                 }
+                if let Some(lp) = within {
+                    for choice in self.constant_choices(lp, def, at, reg) {
+                        for &used in &self.func.inst(choice).uses {
+                            queue.push_back((choice, used));
+                        }
+                    }
+                }
             }
         }
         found.sort_unstable();
         found.dedup();
         found
+    }
+
+    /// The predicates that decide `branch`: its guard, and a predicate it reads besides
+    /// (`@P0 BRA P6, 0xc0` is taken when both hold). Empty for an unguarded instruction.
+    pub fn branch_predicates(&self, branch: InstId) -> Vec<Reg> {
+        let inst = self.func.inst(branch);
+        let Some(guard) = inst.guard else { return Vec::new() };
+        let mut regs = vec![guard.reg];
+        regs.extend(inst.uses.iter().filter(|&&used| used != guard.reg && self.is_predicate(used)));
+        regs
+    }
+
+    /// The conditional branches of `lp` that choose whether the constant `def` is the value of
+    /// `reg` where `at` reads it: a constant carries nothing of its own, so where several
+    /// definitions of `reg` meet at `at` (or the constant is written under a guard), the
+    /// branches on the paths of one iteration from the constant's block to `at` decide which
+    /// arrives (`PLOP3.LUT P0, PT, PT, PT, PT, 0x80, 0x0` then `@!P2 BRA` past the rest of a
+    /// search, where `P2` tests a load). Empty when `def` is no constant, when it alone reaches
+    /// `at` (a comparison's bound held in a register), and for loops of more than
+    /// [`MAX_CHOICE_BLOCKS`] blocks.
+    pub fn constant_choices(&self, lp: &Loop, def: InstId, at: InstId, reg: Reg) -> Vec<InstId> {
+        if !self.is_constant(def) {
+            return Vec::new();
+        }
+        if self.func.inst(def).guard.is_none() {
+            let reach = self.reaching_defs(at, reg);
+            if reach.defs.len() < 2 && !reach.from_entry {
+                return Vec::new();
+            }
+        }
+        self.branches_between(lp, self.cfg.block_of(def), self.cfg.block_of(at))
+    }
+
+    /// Whether `def` writes a value that reads no register but its guard, and no memory: a
+    /// constant (`MOV R27, 0x1`, `PLOP3.LUT P0, PT, PT, PT, PT, 0x80, 0x0`, `mov.u32 %r1, 1`).
+    fn is_constant(&self, def: InstId) -> bool {
+        let inst = self.func.inst(def);
+        let guard = inst.guard.map(|g| g.reg);
+        !inst.defs.is_empty()
+            && !inst.kind.reads_memory()
+            && !inst.kind.is_memory_or_order()
+            && inst.uses.iter().all(|&used| Some(used) == guard)
+    }
+
+    /// Whether `reg` is a predicate register (`P0`, `UP1`, `%p3`).
+    pub fn is_predicate(&self, reg: Reg) -> bool {
+        let name = self.func.reg_name(reg);
+        let digits = name.strip_prefix("UP").or_else(|| name.strip_prefix('P'));
+        digits.is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+            || name.starts_with("%p")
+    }
+
+    /// The conditional branches that end a block of `lp` on a path of one iteration from `from`
+    /// to `to` (both blocks of `lp`; `from` included, and the paths do not pass the loop's
+    /// header again): the branches that choose whether what `from` defines reaches `to`. Empty
+    /// for loops of more than [`MAX_CHOICE_BLOCKS`] blocks.
+    fn branches_between(&self, lp: &Loop, from: BlockId, to: BlockId) -> Vec<InstId> {
+        if lp.blocks.len() > MAX_CHOICE_BLOCKS || !lp.contains(from) || !lp.contains(to) {
+            return Vec::new();
+        }
+        // Blocks of the loop by their place in `lp.blocks` (sorted).
+        let place = |b: BlockId| lp.blocks.binary_search(&b).ok();
+        let header = place(lp.header);
+        // Forward from `from`, inside one iteration (not into the header again).
+        let mut ahead = vec![false; lp.blocks.len()];
+        let mut work = vec![from];
+        ahead[place(from).unwrap_or_default()] = true;
+        while let Some(b) = work.pop() {
+            if b == to {
+                continue;
+            }
+            for next in self.cfg.successors(b) {
+                if let Some(at) = place(next)
+                    && Some(at) != header
+                    && !ahead[at]
+                {
+                    ahead[at] = true;
+                    work.push(next);
+                }
+            }
+        }
+        // Backward from `to` through the blocks ahead.
+        let mut between = vec![false; lp.blocks.len()];
+        let mut work = vec![to];
+        if let Some(at) = place(to) {
+            between[at] = ahead[at];
+        }
+        while let Some(b) = work.pop() {
+            if b == from {
+                continue;
+            }
+            for prev in self.cfg.predecessors(b) {
+                if let Some(at) = place(prev)
+                    && ahead[at]
+                    && !between[at]
+                {
+                    between[at] = true;
+                    work.push(prev);
+                }
+            }
+        }
+        lp.blocks
+            .iter()
+            .zip(between)
+            .filter(|&(_, on_path)| on_path)
+            .map(|(&b, _)| self.cfg.block(b).last())
+            .filter(|&last| {
+                let inst = self.func.inst(last);
+                let control = &inst.control;
+                (!control.targets.is_empty() || control.exits) && !inst.uses.is_empty()
+            })
+            .collect()
     }
 
     /// Instructions satisfying `is_target` that can execute after `from` on a path that meets no

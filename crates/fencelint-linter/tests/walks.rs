@@ -307,17 +307,18 @@ fn reaching_definitions_answer_like_a_plain_backward_scan() {
 
 /// The reads that decide `branch` inside `lp`, sliced with whole-function reaching definitions
 /// and the definitions outside the loop dropped afterwards: what `deciding_reads` computed before
-/// its walks were kept inside the loop.
+/// its walks were kept inside the loop (with the same branch predicates to start from and the same
+/// branches followed where constants meet).
 fn plain_deciding_reads(
     analysis: &FunctionAnalysis<'_>,
     func: &Function,
     branch: InstId,
     lp: &fencelint_cfg::Loop,
 ) -> Vec<InstId> {
-    let Some(guard) = func.inst(branch).guard else { return Vec::new() };
     let mut found = Vec::new();
     let mut visited = BTreeSet::new();
-    let mut queue = VecDeque::from([(branch, guard.reg)]);
+    let mut queue: VecDeque<_> =
+        analysis.branch_predicates(branch).into_iter().map(|reg| (branch, reg)).collect();
     while let Some((at, reg)) = queue.pop_front() {
         if !visited.insert((at, reg)) {
             continue;
@@ -335,6 +336,12 @@ fn plain_deciding_reads(
             }
             for &used in &inst.uses {
                 queue.push_back((def, used));
+            }
+            // The branches that choose between constants, as the loop's slice follows them.
+            for choice in analysis.constant_choices(lp, def, at, reg) {
+                for &used in &func.inst(choice).uses {
+                    queue.push_back((choice, used));
+                }
             }
         }
     }

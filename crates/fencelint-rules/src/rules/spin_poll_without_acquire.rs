@@ -684,6 +684,12 @@ impl FloatWalk<'_> {
                             self.from_load = true;
                             return true;
                         }
+                        // A predicate joined to the comparison (`HSETP2.NEU.AND P2, PT, R25.H0_H0,
+                        // -65504, -65504, P3`) decides with it, whatever computed it.
+                        if analysis.is_predicate(used) {
+                            return self.lp.is_invariant(analysis, def, used)
+                                || self.tests(analysis, def, used);
+                        }
                         let joined = analysis.reaching_defs(def, used).defs.iter().any(|&d| {
                             let joined = func.inst(d);
                             is_float_compare(joined) || is_float_set(joined)
@@ -695,19 +701,7 @@ impl FloatWalk<'_> {
                 // 0x8, 0x0`), or a test or logic of registers that hold the same value in every
                 // iteration (`ISETP.GE.AND P4, PT, R26, 0x8, PT`, `LOP3.LUT P3, RZ, R203, 0x20,
                 // RZ, 0xc0, !PT`).
-                let pure = matches!(
-                    inst.value,
-                    Some(
-                        ValueOp::Imm(_)
-                            | ValueOp::Compare(..)
-                            | ValueOp::CompareJoined { .. }
-                            | ValueOp::AndImm(..)
-                            | ValueOp::And(..)
-                            | ValueOp::Copy(_)
-                    )
-                ) || is_bit_logic(inst)
-                    || is_pred_logic(inst);
-                if pure && operands().all(|used| self.lp.is_invariant(analysis, def, used)) {
+                if self.fixed_value(analysis, def, 0) {
                     self.fixed = true;
                     return true;
                 }
@@ -725,6 +719,45 @@ impl FloatWalk<'_> {
                     && operands().next().is_some()
                     && operands().all(|used| self.tests(analysis, def, used))
             })
+    }
+}
+
+impl FloatWalk<'_> {
+    /// How deep [`FloatWalk::fixed_value`] follows definitions inside the loop.
+    const MAX_FIXED_DEPTH: u8 = 4;
+
+    /// Whether `def` computes the same value in every iteration: ALU work (no memory, no special
+    /// register such as the clock, no other lane's registers) over registers that are
+    /// [invariant](Loop::is_invariant) or are themselves so computed inside the loop (ptxas
+    /// recomputes a bound in the loop: `VIADD R139, R0, 0x200` then `ISETP.GE.AND P3, PT, R139,
+    /// R138, PT`); a constant (`PLOP3.LUT P3, PT, PT, PT, PT, 0x8, 0x0`) is, and so is a vote of
+    /// such predicates or of none (`VOTE.ANY R106, PT, PT`, the active lanes, which the `sm_75`
+    /// loop foot compares with `VOTEU.ANY` before it branches back). A value carried round the
+    /// loop (`R0 = R0 + 1`) is not: the chain ends at the depth limit.
+    fn fixed_value(&self, analysis: &FunctionAnalysis<'_>, def: InstId, depth: u8) -> bool {
+        let inst = analysis.func.inst(def);
+        let opcode = inst.opcode.as_str();
+        if depth > Self::MAX_FIXED_DEPTH
+            || !matches!(inst.kind, InstKind::Other | InstKind::Compare | InstKind::Move)
+            || inst.defs.is_empty()
+            || ["S2R", "S2UR", "CS2R", "SHFL", "MATCH", "REDUX", "shfl", "match", "redux"]
+                .iter()
+                .any(|p| opcode.starts_with(p))
+        {
+            return false;
+        }
+        let guard = inst.guard.map(|g| g.reg);
+        inst.uses.iter().filter(|&&used| Some(used) != guard).all(|&used| {
+            if self.lp.is_invariant(analysis, def, used) {
+                return true;
+            }
+            let reach = analysis.reaching_defs(def, used);
+            !reach.defs.is_empty()
+                && !reach.from_entry
+                && reach.defs.iter().all(|&d| {
+                    self.lp.contains_inst(analysis, d) && self.fixed_value(analysis, d, depth + 1)
+                })
+        })
     }
 }
 
