@@ -622,7 +622,7 @@ fn float_tested(analysis: &FunctionAnalysis<'_>, lp: &Loop, load: InstId, branch
 }
 
 /// How many definitions [`float_tested`] visits.
-const MAX_FLOAT_TEST_STEPS: usize = 128;
+const MAX_FLOAT_TEST_STEPS: usize = 256;
 
 /// The most blocks a loop may have for [`branches_float_tested`] to read its branches.
 const MAX_FLOAT_TEST_BLOCKS: usize = 256;
