@@ -337,11 +337,7 @@ impl FunctionAnalysis<'_> {
             .zip(between)
             .filter(|&(_, on_path)| on_path)
             .map(|(&b, _)| self.cfg.block(b).last())
-            .filter(|&last| {
-                let inst = self.func.inst(last);
-                let control = &inst.control;
-                (!control.targets.is_empty() || control.exits) && !inst.uses.is_empty()
-            })
+            .filter(|&last| self.func.inst(last).is_conditional_transfer())
             .collect()
     }
 

@@ -341,6 +341,12 @@ impl Inst {
     pub fn is_branch(&self) -> bool {
         !self.control.targets.is_empty() || self.control.indirect
     }
+
+    /// A branch or an exit whose taking depends on registers it reads (`@P0 BRA`, `@P6 BRA P5,
+    /// 0x480`, `@!P1 EXIT`, `BRX R4`): what chooses the path of an iteration.
+    pub fn is_conditional_transfer(&self) -> bool {
+        (self.is_branch() || self.control.exits) && !self.uses.is_empty()
+    }
 }
 
 /// What an extra address operand names.

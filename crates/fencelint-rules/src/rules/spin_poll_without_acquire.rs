@@ -720,9 +720,7 @@ impl FloatWalk<'_> {
                     && operands().all(|used| self.tests(analysis, def, used))
             })
     }
-}
 
-impl FloatWalk<'_> {
     /// How deep [`FloatWalk::fixed_value`] follows definitions inside the loop.
     const MAX_FIXED_DEPTH: u8 = 4;
 
@@ -802,13 +800,11 @@ fn branches_float_tested(
     for &block in &lp.blocks {
         let last = analysis.cfg.block(block).last();
         let inst = func.inst(last);
-        let control = &inst.control;
-        let transfers = !control.targets.is_empty() || control.exits || control.indirect;
         // The exit's own predicates are where the walk started.
-        if last == exit || !transfers {
+        if last == exit || !inst.is_conditional_transfer() {
             continue;
         }
-        // The guard and any predicate the branch reads (`@P6 BRA P5, 0x480`).
+        // The guard and any register the branch reads (`@P6 BRA P5, 0x480`).
         tests.extend(inst.uses.iter().map(|&reg| (last, reg)));
     }
     // Each test has a step budget of its own; the guards it meets are tested in turn.
