@@ -111,6 +111,20 @@ fn spin_loop(analysis: &FunctionAnalysis<'_>, lp: &Loop) -> Option<Spin> {
     if polls.is_empty() {
         return None;
     }
+    // A search over several flags may also go round again straight from each test
+    // (`@!P0 BRA` to the header, the loop left by the last test's fall-through, as ptxas and
+    // nvcc write it for sm_100 and later): the reads that decide a back edge are polls too.
+    for &latch in &lp.latches {
+        let branch = analysis.cfg.block(latch).last();
+        if !func.inst(branch).is_conditional_transfer() {
+            continue;
+        }
+        for read in analysis.deciding_reads(branch, Some(lp)) {
+            if polled(func.inst(read)).is_some() && lp.address_is_invariant(analysis, read) {
+                polls.insert(read);
+            }
+        }
+    }
     // Any other access in the loop (data read or written per iteration) may need the acquire
     // of that iteration.
     let only_polls =
