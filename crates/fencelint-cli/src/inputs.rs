@@ -105,8 +105,13 @@ fn walk(
 
 /// Whether a file starts like a compiled binary (ELF, CUDA fat binary or static library), judged
 /// from its first bytes; such files are disassembled (see `binary.rs`) instead of read as text.
+/// Only regular files are looked at: the first bytes of a pipe (`cat x.sass | fencelint check
+/// /dev/stdin`) cannot be read twice, and a binary is disassembled from a file anyway.
 pub(crate) fn is_binary(path: &Path) -> bool {
     use std::io::Read;
+    if !fs::metadata(path).is_ok_and(|meta| meta.is_file()) {
+        return false;
+    }
     let mut head = Vec::with_capacity(8);
     fs::File::open(path).and_then(|f| f.take(8).read_to_end(&mut head)).is_ok()
         && crate::check::binary::is_binary_magic(&head)
@@ -161,12 +166,19 @@ pub(crate) fn classify(path: &Path, bytes: Vec<u8>, explicit: bool) -> ReadInput
             "binary data"
         };
         let text = String::from_utf8_lossy(&bytes[..nul]).into_owned();
+        // A binary read from a pipe: the tools that disassemble it need a file.
+        let piped = crate::check::binary::is_binary_magic(&bytes)
+            && !fs::metadata(path).is_ok_and(|meta| meta.is_file());
+        let hint =
+            if piped { "; binaries are disassembled from a file: pass its path" } else { "" };
         return ReadInput {
             text,
             kind: None,
             fatal: Some((
                 u32::try_from(nul).unwrap_or(u32::MAX),
-                format!("not PTX or SASS text: the file holds {what} (NUL byte at offset {nul})"),
+                format!(
+                    "not PTX or SASS text: the file holds {what} (NUL byte at offset {nul}){hint}"
+                ),
             )),
             warning: None,
         };

@@ -322,3 +322,65 @@ fn invalid_utf8_past_the_first_piece_of_a_mapped_listing() {
 fn run_one(path: &Path) -> String {
     stdout(&fencelint(&["check", "--format", "short", path.to_str().unwrap()]))
 }
+
+/// Runs `fencelint check --format json ARGS /dev/stdin` with `input` written to a pipe.
+fn check_piped(args: &[&str], input: Vec<u8>) -> std::process::Output {
+    use std::io::Write;
+    let mut child = common::command(&["check", "--format", "json"])
+        .args(args)
+        .arg("/dev/stdin")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run fencelint");
+    let mut pipe = child.stdin.take().expect("stdin is piped");
+    let writer = std::thread::spawn(move || {
+        let _ = pipe.write_all(&input);
+    });
+    let output = child.wait_with_output().expect("wait for fencelint");
+    writer.join().expect("writer thread");
+    output
+}
+
+/// What `--format json` reported, as (rule, line, column) triples.
+fn findings(output: &std::process::Output) -> Vec<(String, u64, u64)> {
+    let doc: serde_json::Value = serde_json::from_str(&stdout(output)).expect("valid JSON");
+    doc["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .map(|d| {
+            let rule = d["rule"].as_str().unwrap_or_default().to_owned();
+            (
+                rule,
+                d["span"]["line"].as_u64().unwrap_or(0),
+                d["span"]["column"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect()
+}
+
+/// A listing read from a pipe is linted whole: the check for a binary's magic bytes once read
+/// the pipe's first eight bytes and the text was linted without them.
+#[test]
+fn a_listing_from_a_pipe_is_read_whole() {
+    for path in [
+        "fixtures/compiled/sm_90a/spin_poll.cuobjdump.sass",
+        "fixtures/compiled/sm_90a/spin_poll.nvdisasm.sass",
+        "fixtures/compiled/sm_90a/spin_poll.ptx",
+    ] {
+        let by_path = fencelint(&["check", "--format", "json", path]);
+        let text = fs::read(repo().join(path)).expect("fixture");
+        let piped = check_piped(&[], text);
+        assert_eq!(piped.status.code(), by_path.status.code(), "{path}: {}", stderr(&piped));
+        let expected = findings(&by_path);
+        assert!(!expected.is_empty(), "{path}: the fixture has findings");
+        assert_eq!(findings(&piped), expected, "{path}");
+    }
+    // A binary cannot be disassembled from a pipe: exit 2, and the message says what to do.
+    let cubin = fs::read(repo().join("fixtures/compiled/sm_90a/spin_poll.cubin")).expect("fixture");
+    let piped = check_piped(&[], cubin);
+    assert_eq!(piped.status.code(), Some(2), "{}", stdout(&piped));
+    assert!(stdout(&piped).contains("binaries are disassembled from a file: pass its path"));
+}
