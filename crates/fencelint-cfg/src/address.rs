@@ -1,7 +1,7 @@
 //! Symbolic addresses: "the same flag", "the same mbarrier", seen through moves, constant adds,
 //! `cvta` and `mapa`.
 
-use fencelint_ir::{AddrBase, Address, InstId, Name, Reg, ValueOp};
+use fencelint_ir::{AddrBase, Address, InstId, InstKind, Name, Reg, Space, ValueOp};
 
 use crate::FunctionAnalysis;
 
@@ -76,18 +76,35 @@ impl FunctionAnalysis<'_> {
     /// is computed once and kept by instruction: walks test every load they pass against a
     /// flag.
     pub fn inst_address_is(&self, id: InstId, key: &AddrKey) -> bool {
+        self.with_inst_key(id, |known| known.same_as(key))
+    }
+
+    /// Whether instruction `id` has a memory operand and it certainly starts inside the `bytes`
+    /// bytes that `key` starts: a read of part of a flag (libcu++ reads a flag that may be in
+    /// local memory a byte at a time). Keys are kept as for [`Self::inst_address_is`].
+    pub fn inst_address_within(&self, id: InstId, key: &AddrKey, bytes: i64) -> bool {
+        self.with_inst_key(id, |known| {
+            !matches!(known.root, AddrRoot::Unknown(_))
+                && known.root == key.root
+                && known.mapped == key.mapped
+                && (key.offset..key.offset.saturating_add(bytes)).contains(&known.offset)
+        })
+    }
+
+    /// `test` of the key of instruction `id`'s memory operand (false when it has none).
+    fn with_inst_key(&self, id: InstId, test: impl FnOnce(&AddrKey) -> bool) -> bool {
         let Some(address) = &self.func.inst(id).address else { return false };
         if let Some(Some(known)) = self.inst_keys.borrow().get(id.index()) {
-            return known.same_as(key);
+            return test(known);
         }
         let computed = self.address_key(id, address);
-        let same = computed.same_as(key);
+        let answer = test(&computed);
         let mut keys = self.inst_keys.borrow_mut();
         if keys.len() != self.func.insts.len() {
             keys.resize(self.func.insts.len(), None);
         }
         keys[id.index()] = Some(computed);
-        same
+        answer
     }
 
     /// The canonical value of `reg` as read by instruction `at`.
@@ -137,11 +154,110 @@ impl FunctionAnalysis<'_> {
                         mapped,
                     };
                 }
-                // No value op, or a predicate: the address starts at this definition.
-                _ => return AddrKey { root: AddrRoot::Def(def), offset, mapped },
+                // A reload of a local copy: the value stored there, when one store writes it.
+                _ => match self.forwarded_local(def, reg) {
+                    Some((store, src)) => (at, reg) = (store, src),
+                    // No value op, or a predicate: the address starts at this definition.
+                    None => return AddrKey { root: AddrRoot::Def(def), offset, mapped },
+                },
             }
         }
         self.mark_incomplete();
         AddrKey { root: AddrRoot::Unknown(reg), offset, mapped }
     }
+
+    /// Where the value that `load` reads into `reg` (its first register) was stored, when `load`
+    /// reads local memory and exactly one store of the function writes that slot, unguarded and
+    /// as wide, and nothing else may write it (every other store to local memory writes a slot
+    /// of the same base that does not overlap it; no generic store, no call): the store and its
+    /// data register. libcu++'s `atomic_ref::wait` keeps the pointer it polls in a volatile
+    /// local copy and reloads it before every try (`st.local.u64 [%rd1], %rd7; ...
+    /// ld.volatile.local.u64 %rd31, [%rd1]`, SASS `STL.64 [R1], R2; ... LDL.64 R2, [R1]`).
+    fn forwarded_local(&self, load: InstId, reg: Reg) -> Option<(InstId, Reg)> {
+        let inst = self.func.inst(load);
+        let InstKind::Load(mem) = &inst.kind else { return None };
+        if mem.space != Space::Local || inst.defs.first() != Some(&reg) || inst.guard.is_some() {
+            return None;
+        }
+        // A slot's address read from another slot, and so on: followed a few times only.
+        if self.forwarding.get() >= MAX_FORWARDING {
+            return None;
+        }
+        self.forwarding.set(self.forwarding.get() + 1);
+        let found = self.single_local_store(load);
+        self.forwarding.set(self.forwarding.get() - 1);
+        found
+    }
+
+    fn single_local_store(&self, load: InstId) -> Option<(InstId, Reg)> {
+        let inst = self.func.inst(load);
+        let width = inst.mem()?.width?;
+        let key = self.address_key(load, inst.address.as_ref()?);
+        if matches!(key.root, AddrRoot::Unknown(_)) {
+            return None;
+        }
+        let bytes = |bits: u32| i64::from(bits.div_ceil(8)).max(1);
+        let mut found = None;
+        for &store in self.local_writers()? {
+            let writer = self.func.inst(store);
+            let (InstKind::Store(wmem), Some(waddress)) = (&writer.kind, &writer.address) else {
+                return None;
+            };
+            if wmem.space != Space::Local {
+                return None;
+            }
+            let wkey = self.address_key(store, waddress);
+            if wkey.same_as(&key) && wmem.width == Some(width) && writer.guard.is_none() {
+                if found.is_some() {
+                    return None;
+                }
+                let address_regs: &[Reg] = match &waddress.base {
+                    AddrBase::Reg(reg) => std::slice::from_ref(reg),
+                    AddrBase::Complex(regs) => regs,
+                    AddrBase::Symbol(_) | AddrBase::Absolute => &[],
+                };
+                let data = writer.uses.iter().find(|reg| !address_regs.contains(reg))?;
+                found = Some((store, *data));
+                continue;
+            }
+            let apart = wkey.root == key.root
+                && !matches!(wkey.root, AddrRoot::Unknown(_))
+                && wkey.mapped == key.mapped
+                && (wkey.offset.saturating_add(bytes(wmem.width.unwrap_or(u32::MAX)))
+                    <= key.offset
+                    || key.offset.saturating_add(bytes(width)) <= wkey.offset);
+            if !apart {
+                return None;
+            }
+        }
+        found
+    }
+
+    /// The instructions that may write local memory, when they are all stores; `None` when a
+    /// call or an unparsed instruction might write it too.
+    fn local_writers(&self) -> Option<&[InstId]> {
+        self.local_writers
+            .get_or_init(|| {
+                let mut writers = Vec::new();
+                for id in self.func.ids() {
+                    match &self.func.inst(id).kind {
+                        InstKind::Store(mem)
+                            if matches!(
+                                mem.space,
+                                Space::Local | Space::Generic | Space::Unknown
+                            ) =>
+                        {
+                            writers.push(id);
+                        }
+                        InstKind::Call | InstKind::Unknown => return None,
+                        _ => {}
+                    }
+                }
+                Some(writers)
+            })
+            .as_deref()
+    }
 }
+
+/// How many reloads of local copies one address is followed through.
+const MAX_FORWARDING: u32 = 4;

@@ -99,6 +99,10 @@ pub struct FunctionAnalysis<'f> {
     /// The predicate values walks learn from the branches they pass ([`Outcomes`]).
     outcomes: OnceCell<outcomes::OutcomeInfo>,
     incomplete: Cell<bool>,
+    /// The instructions that may write local memory (`None`: a call or an unparsed one might).
+    local_writers: OnceCell<Option<Vec<InstId>>>,
+    /// How deep [`FunctionAnalysis::value_key`] is in reloads of local copies.
+    forwarding: Cell<u32>,
 }
 
 /// One bit per block and register: set when the block defines the register. Walks for reaching
@@ -204,6 +208,8 @@ impl<'f> FunctionAnalysis<'f> {
             deciders: OnceCell::new(),
             outcomes: OnceCell::new(),
             incomplete: Cell::new(false),
+            local_writers: OnceCell::new(),
+            forwarding: Cell::new(0),
         }
     }
 

@@ -1,6 +1,6 @@
 //! Natural loops and their exits.
 
-use fencelint_ir::{AddrBase, InstId, Reg, ValueOp};
+use fencelint_ir::{AddrBase, InstId, InstKind, Reg, Space, ValueOp};
 
 use crate::{BlockId, FunctionAnalysis};
 
@@ -51,14 +51,38 @@ impl Loop {
     /// register in its address is [invariant](Loop::is_invariant) in the loop. An instruction
     /// without a memory operand has no such location.
     pub fn address_is_invariant(&self, analysis: &FunctionAnalysis<'_>, inst: InstId) -> bool {
+        self.address_is_invariant_within(analysis, inst, 0)
+    }
+
+    fn address_is_invariant_within(
+        &self,
+        analysis: &FunctionAnalysis<'_>,
+        inst: InstId,
+        depth: u8,
+    ) -> bool {
         let Some(address) = &analysis.func.inst(inst).address else { return false };
+        if depth > Self::MAX_INVARIANT_DEPTH {
+            return false;
+        }
         match &address.base {
-            AddrBase::Reg(reg) => self.is_invariant(analysis, inst, *reg),
+            AddrBase::Reg(reg) => self.invariant_within(analysis, inst, *reg, depth),
             AddrBase::Complex(regs) => {
-                regs.iter().all(|&reg| self.is_invariant(analysis, inst, reg))
+                regs.iter().all(|&reg| self.invariant_within(analysis, inst, reg, depth))
             }
             AddrBase::Symbol(_) | AddrBase::Absolute => true,
         }
+    }
+
+    /// Whether no instruction of the loop may write local memory: no store to local, generic or
+    /// unknown memory, no call, nothing unparsed.
+    fn local_memory_unchanged(&self, analysis: &FunctionAnalysis<'_>) -> bool {
+        self.insts(analysis).all(|id| match &analysis.func.inst(id).kind {
+            InstKind::Store(mem) => {
+                !matches!(mem.space, Space::Local | Space::Generic | Space::Unknown)
+            }
+            InstKind::Call | InstKind::Unknown => false,
+            _ => true,
+        })
     }
 
     /// Whether `inst`, an instruction of the loop, reads through an operand other than its
@@ -115,7 +139,11 @@ impl Loop {
     /// (`MOV R0, UR4` at the top of a loop whose `ATOMS.CAS R0, [R0], ...` overwrites `R0`;
     /// `LDC.64 R4, c[0x0][0x2b8]` before each `LD [R4]`), and nvcc does in PTX (`ld.param`,
     /// `cvta.to.global`, `cvt.u64.u32`, `and.b64` and `add.s64` before each poll of cuSOLVER's
-    /// bulge-chasing kernels). A clock or timer register is never invariant.
+    /// bulge-chasing kernels). A load of local memory at an invariant address is invariant when
+    /// nothing in the loop may write local memory (no local or generic store, no call): only
+    /// the thread itself writes it, and libcu++'s `atomic_ref::wait` reloads the address it
+    /// polls from a volatile local copy on every try (`ld.volatile.local.u64 %rd31, [%rd1]`,
+    /// SASS `LDL.64 R2, [R1]`). A clock or timer register is never invariant.
     ///
     /// [`Inst::pure_key`]: fencelint_ir::Inst::pure_key
     pub fn is_invariant(&self, analysis: &FunctionAnalysis<'_>, at: InstId, reg: Reg) -> bool {
@@ -150,6 +178,10 @@ impl Loop {
                     deeper(def, src)
                 }
                 Some(ValueOp::Param(_) | ValueOp::SymbolAddr(_) | ValueOp::Imm(_)) => true,
+                _ if matches!(&inst.kind, InstKind::Load(mem) if mem.space == Space::Local) => {
+                    self.address_is_invariant_within(analysis, def, depth + 1)
+                        && self.local_memory_unchanged(analysis)
+                }
                 _ if inst.pure_key.is_some() => {
                     !inst.uses.contains(&reg) && inst.uses.iter().all(|&src| deeper(def, src))
                 }

@@ -1568,11 +1568,18 @@ fn unordered_reads(
 ) -> After {
     let func = analysis.func;
     let flag = func.inst(poll.load).address.as_ref().map(|a| analysis.address_key(poll.load, a));
+    // A read of any byte of the flag is a read of the flag.
+    let flag_bytes = func
+        .inst(poll.load)
+        .mem()
+        .and_then(|m| m.width)
+        .map_or(1, |bits| i64::from(bits.div_ceil(8)).max(1));
     let is_target = |id: InstId| {
         if id <= poll.branch && lp.contains_inst(analysis, id) {
             return false;
         }
-        let same_flag = flag.as_ref().is_some_and(|flag| analysis.inst_address_is(id, flag));
+        let same_flag =
+            flag.as_ref().is_some_and(|flag| analysis.inst_address_within(id, flag, flag_bytes));
         !same_flag && may_carry_published(poll, func.inst(id))
     };
     let walk = || {
