@@ -183,13 +183,30 @@ impl FunctionAnalysis<'_> {
         if self.forwarding.get() >= MAX_FORWARDING {
             return None;
         }
-        self.forwarding.set(self.forwarding.get() + 1);
+        if let Some(&found) = self.forwarded.borrow().get(&load) {
+            return found;
+        }
+        let depth = self.forwarding.get();
+        self.forwarding.set(depth + 1);
         let found = self.single_local_store(load);
-        self.forwarding.set(self.forwarding.get() - 1);
+        self.forwarding.set(depth);
+        // Kept only when asked from the top: deeper down, the limit may have cut it short.
+        if depth == 0 {
+            self.forwarded.borrow_mut().insert(load, found);
+        }
         found
     }
 
     fn single_local_store(&self, load: InstId) -> Option<(InstId, Reg)> {
+        // Every writer must be a store to local memory at a known slot (no call, no generic
+        // store): checked before any slot's address is computed.
+        let writers = self.local_writers();
+        let all_local = writers.iter().all(|&id| {
+            matches!(&self.func.inst(id).kind, InstKind::Store(mem) if mem.space == Space::Local)
+        });
+        if !all_local {
+            return None;
+        }
         let inst = self.func.inst(load);
         let width = inst.mem()?.width?;
         let key = self.address_key(load, inst.address.as_ref()?);
@@ -198,14 +215,11 @@ impl FunctionAnalysis<'_> {
         }
         let bytes = |bits: u32| i64::from(bits.div_ceil(8)).max(1);
         let mut found = None;
-        for &store in self.local_writers()? {
+        for &store in writers {
             let writer = self.func.inst(store);
             let (InstKind::Store(wmem), Some(waddress)) = (&writer.kind, &writer.address) else {
                 return None;
             };
-            if wmem.space != Space::Local {
-                return None;
-            }
             let wkey = self.address_key(store, waddress);
             if wkey.same_as(&key) && wmem.width == Some(width) && writer.guard.is_none() {
                 if found.is_some() {
@@ -233,29 +247,21 @@ impl FunctionAnalysis<'_> {
         found
     }
 
-    /// The instructions that may write local memory, when they are all stores; `None` when a
-    /// call or an unparsed instruction might write it too.
-    fn local_writers(&self) -> Option<&[InstId]> {
-        self.local_writers
-            .get_or_init(|| {
-                let mut writers = Vec::new();
-                for id in self.func.ids() {
-                    match &self.func.inst(id).kind {
-                        InstKind::Store(mem)
-                            if matches!(
-                                mem.space,
-                                Space::Local | Space::Generic | Space::Unknown
-                            ) =>
-                        {
-                            writers.push(id);
-                        }
-                        InstKind::Call | InstKind::Unknown => return None,
-                        _ => {}
+    /// The instructions that may write local memory, in text order: stores to local, generic
+    /// or unknown memory, calls and unparsed instructions.
+    pub(crate) fn local_writers(&self) -> &[InstId] {
+        self.local_writers.get_or_init(|| {
+            self.func
+                .ids()
+                .filter(|&id| match &self.func.inst(id).kind {
+                    InstKind::Store(mem) => {
+                        matches!(mem.space, Space::Local | Space::Generic | Space::Unknown)
                     }
-                }
-                Some(writers)
-            })
-            .as_deref()
+                    InstKind::Call | InstKind::Unknown => true,
+                    _ => false,
+                })
+                .collect()
+        })
     }
 }
 

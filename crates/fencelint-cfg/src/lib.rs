@@ -99,10 +99,12 @@ pub struct FunctionAnalysis<'f> {
     /// The predicate values walks learn from the branches they pass ([`Outcomes`]).
     outcomes: OnceCell<outcomes::OutcomeInfo>,
     incomplete: Cell<bool>,
-    /// The instructions that may write local memory (`None`: a call or an unparsed one might).
-    local_writers: OnceCell<Option<Vec<InstId>>>,
+    /// The instructions that may write local memory ([`FunctionAnalysis::local_writers`]).
+    local_writers: OnceCell<Vec<InstId>>,
     /// How deep [`FunctionAnalysis::value_key`] is in reloads of local copies.
     forwarding: Cell<u32>,
+    /// The store each local reload was followed to, by load (`None`: not followed).
+    forwarded: RefCell<FxHashMap<InstId, Option<(InstId, Reg)>>>,
 }
 
 /// One bit per block and register: set when the block defines the register. Walks for reaching
@@ -210,6 +212,7 @@ impl<'f> FunctionAnalysis<'f> {
             incomplete: Cell::new(false),
             local_writers: OnceCell::new(),
             forwarding: Cell::new(0),
+            forwarded: RefCell::new(FxHashMap::default()),
         }
     }
 

@@ -73,16 +73,11 @@ impl Loop {
         }
     }
 
-    /// Whether no instruction of the loop may write local memory: no store to local, generic or
-    /// unknown memory, no call, nothing unparsed.
+    /// Whether no instruction of the loop may write local memory: none of the function's
+    /// [local writers](FunctionAnalysis::local_writers) (local, generic or unknown stores,
+    /// calls, unparsed instructions) is in the loop.
     fn local_memory_unchanged(&self, analysis: &FunctionAnalysis<'_>) -> bool {
-        self.insts(analysis).all(|id| match &analysis.func.inst(id).kind {
-            InstKind::Store(mem) => {
-                !matches!(mem.space, Space::Local | Space::Generic | Space::Unknown)
-            }
-            InstKind::Call | InstKind::Unknown => false,
-            _ => true,
-        })
+        analysis.local_writers().iter().all(|&id| !self.contains_inst(analysis, id))
     }
 
     /// Whether `inst`, an instruction of the loop, reads through an operand other than its
