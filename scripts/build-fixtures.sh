@@ -17,6 +17,9 @@
 #   <stem>.nvdisasm-gp.sass    nvdisasm -c -gp  (PTX lines)
 #   <stem>.nvdisasm-hex.sass   nvdisasm -c -hex  (last arch on the line only)
 #   <stem>.nvdisasm.json       nvdisasm -json    (last arch on the line only)
+#   <stem>.nvdisasm-gi.sass    nvdisasm -c -gi  (source lines with the call sites of
+#                              inlined code; kernel files with an `// extra: nvdisasm-gi`
+#                              line only)
 # and, for binary-input tests, fixtures/compiled/multiarch/:
 #   spin_poll.fatbin           nvcc -fatbin, sm_90a + sm_100a SASS, compute_100a PTX
 #   spin_poll.o                nvcc -c, sm_80 + sm_120 SASS, compute_120 PTX
@@ -91,6 +94,7 @@ for src in fixtures/kernels/*.cu; do
     # -hex and -json repeat what the other formats show; to keep the fixtures
     # small they are written for the last architecture on the line only.
     read -r -a arch_list <<<"$archs"
+    extra="$(sed -n 's@^// extra:[[:space:]]*@@p' "$src" | head -n 1)"
     last_arch="${arch_list[${#arch_list[@]} - 1]}"
     for arch in "${arch_list[@]}"; do
         echo "build-fixtures: $src -> $arch" >&2
@@ -112,6 +116,9 @@ for src in fixtures/kernels/*.cu; do
             cuobjdump -sass "$stem.cubin" >"$stem.cuobjdump.sass"
             nvdisasm -c -g "$stem.cubin" >"$stem.nvdisasm.sass"
             nvdisasm -c -gp "$stem.cubin" >"$stem.nvdisasm-gp.sass"
+            if [[ " $extra " == *" nvdisasm-gi "* ]]; then
+                nvdisasm -c -gi "$stem.cubin" >"$stem.nvdisasm-gi.sass"
+            fi
             if [ "$arch" = "$last_arch" ]; then
                 nvdisasm -c -hex "$stem.cubin" >"$stem.nvdisasm-hex.sass"
                 nvdisasm -json "$stem.cubin" >"$stem.nvdisasm.json"

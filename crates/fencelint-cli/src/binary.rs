@@ -3,7 +3,7 @@
 //!
 //! One `cuobjdump -xelf -xptx` run extracts the cubins and PTX files of the selected
 //! architectures into a private temporary directory, where they get names of our own; every cubin is
-//! disassembled by `nvdisasm -c -g` (or `cuobjdump -sass`) on a thread pool, and the listing is
+//! disassembled by `nvdisasm -c -gi` (or `cuobjdump -sass`) on a thread pool, and the listing is
 //! read as a stream, cut into functions and linted function by function, so that no whole
 //! listing is ever held in memory or written to disk. Only functions with findings are kept.
 //!
@@ -741,10 +741,12 @@ fn lint_unit(
 
     let (tool, args) = match (&tools.nvdisasm, &tools.cuobjdump) {
         (Some(nvdisasm), _) => {
-            // `-g` and `-gp` together print both markers: source lines for every rule, PTX
-            // lines for the pair rules. (`-ndf` and `-novliw` print the same listing for NCCL's
-            // cubins and save no measurable time: docs/performance.md.)
-            let mut args = vec![OsString::from("-c"), OsString::from("-g")];
+            // `-gi` and `-gp` together print both markers: source lines with the call sites
+            // of inlined code for every rule, PTX lines for the pair rules. (`-gi` prints what
+            // `-g` prints for a cubin without line info, as fast; `-ndf` and `-novliw` print
+            // the same listing for NCCL's cubins and save no measurable time:
+            // docs/performance.md.)
+            let mut args = vec![OsString::from("-c"), OsString::from("-gi")];
             if companion.is_some() {
                 args.push(OsString::from("-gp"));
             }

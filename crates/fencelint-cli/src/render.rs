@@ -49,7 +49,7 @@ pub(crate) fn render(
     let paths = Paths { base_dir: options.base_dir.as_deref() };
     match format {
         Format::Rich => rich(db, diagnostics, options.color, options.locations),
-        Format::Short => short(db, diagnostics, options.locations),
+        Format::Short => short(db, diagnostics, options.locations, &paths),
         Format::Json => json::document(db, diagnostics),
         Format::Jsonl => json::lines(db, diagnostics),
         Format::Sarif => sarif::log(db, diagnostics, options.locations, &paths),
@@ -81,7 +81,11 @@ pub(crate) fn to_codespan(diagnostic: &Diagnostic, locations: Locations) -> cs::
     if locations == Locations::Source
         && let Some(source) = known_source(&diagnostic.primary)
     {
-        notes.push(format!("source: {}", source_position(source)));
+        let mut note = format!("source: {}", source_position(source));
+        for site in source.frames().skip(1) {
+            let _ = write!(note, "\n  inlined at {}", source_position(site));
+        }
+        notes.push(note);
     }
     notes.extend(diagnostic.notes.iter().cloned());
     if let Some(help) = &diagnostic.help {
@@ -118,10 +122,15 @@ pub(crate) fn rich(
 }
 
 /// One line a finding: `file:line:col: severity[rule]: message`.
-pub(crate) fn short(db: &SourceDb, diagnostics: &[Diagnostic], locations: Locations) -> String {
+fn short(
+    db: &SourceDb,
+    diagnostics: &[Diagnostic],
+    locations: Locations,
+    paths: &Paths<'_>,
+) -> String {
     let mut out = String::new();
     for diagnostic in diagnostics {
-        let place = Place::of(db, &diagnostic.primary, locations);
+        let place = Place::of(db, &diagnostic.primary, locations, paths);
         let _ = writeln!(
             out,
             "{}:{}:{}: {}[{}]: {}",
@@ -139,6 +148,17 @@ pub(crate) fn short(db: &SourceDb, diagnostics: &[Diagnostic], locations: Locati
 /// The label's source location, unless it is missing or has no line (`.loc 1 0 0`).
 fn known_source(label: &Label) -> Option<&SourceLocation> {
     label.source.as_ref().filter(|source| source.line > 0)
+}
+
+/// The frame of `source` that the line-oriented outputs point at. Code inlined from a header
+/// outside the project (CUDA's own `cooperative_groups/`, `cuda/std/`, a library installed
+/// elsewhere) is shown at the innermost call site that lies in the project: the line its
+/// author can change. Without such a site, or without inlining, the location itself.
+fn project_frame<'s>(source: &'s SourceLocation, paths: &Paths<'_>) -> &'s SourceLocation {
+    if source.inlined_at.is_none() || paths.in_project(&source.file) {
+        return source;
+    }
+    source.frames().find(|frame| paths.in_project(&frame.file)).unwrap_or(source)
 }
 
 /// `file:line`, or `file:line:column` when the column is known.
@@ -164,9 +184,11 @@ struct Place<'a> {
 }
 
 impl<'a> Place<'a> {
-    fn of(db: &'a SourceDb, label: &'a Label, locations: Locations) -> Self {
+    fn of(db: &'a SourceDb, label: &'a Label, locations: Locations, paths: &Paths<'_>) -> Self {
         match known_source(label) {
-            Some(source) if locations == Locations::Source => Self::source(source),
+            Some(source) if locations == Locations::Source => {
+                Self::source(project_frame(source, paths))
+            }
             _ => Self::input(db, label),
         }
     }
@@ -197,7 +219,51 @@ struct Paths<'a> {
     base_dir: Option<&'a Path>,
 }
 
+/// Directory names that only a CUDA toolkit's or a Python environment's files lie below: a
+/// header found through them is not the project's own, wherever the environment lives.
+const FOREIGN_DIRS: &[&str] = &["site-packages", "dist-packages"];
+
+/// The entries of a CUDA toolkit's `include` directory whose headers hold device code that is
+/// inlined into kernels (cooperative groups, libcu++, CUB, Thrust, the intrinsics headers).
+const TOOLKIT_INCLUDES: &[&str] =
+    &["cooperative_groups", "cooperative_groups.h", "cuda", "cub", "thrust", "nv", "crt", "cccl"];
+
+/// Whether `component`, an entry of an `include` directory, is one of a CUDA toolkit's.
+fn is_toolkit_include(component: &str) -> bool {
+    let header = Path::new(component)
+        .extension()
+        .is_some_and(|ext| ext.eq_ignore_ascii_case("h") || ext.eq_ignore_ascii_case("hpp"));
+    TOOLKIT_INCLUDES.contains(&component)
+        || header
+            && ["cuda_", "sm_", "device_", "math_", "crt_", "vector_", "mma"]
+                .iter()
+                .any(|prefix| component.starts_with(prefix))
+}
+
 impl Paths<'_> {
+    /// Whether a source file named in line info is the project's own: a relative name or one
+    /// below the base directory, and not in a CUDA toolkit's `include` directory or a Python
+    /// environment's packages.
+    fn in_project(&self, name: &str) -> bool {
+        let path = Path::new(name);
+        let mut after_include = false;
+        for component in path.components() {
+            let Component::Normal(part) = component else {
+                after_include = false;
+                continue;
+            };
+            let part = part.to_string_lossy();
+            if FOREIGN_DIRS.contains(&part.as_ref()) || after_include && is_toolkit_include(&part) {
+                return false;
+            }
+            after_include = part == "include";
+        }
+        if path.is_absolute() {
+            return self.base_dir.is_some_and(|base| path.starts_with(base));
+        }
+        true
+    }
+
     /// `name` relative to the base directory when it lies below it; relative names lose a
     /// leading `./`; anything else is returned as it is.
     fn relative<'n>(&self, name: &'n str) -> Cow<'n, str> {
@@ -228,6 +294,50 @@ mod tests {
     use super::*;
 
     #[test]
+    fn project_files_are_below_the_base_and_outside_toolkits() {
+        let paths = Paths { base_dir: Some(Path::new("/work/repo")) };
+        for name in ["/work/repo/src/k.cu", "src/k.cuh", "k.cu", "./include/mine.h"] {
+            assert!(paths.in_project(name), "{name}");
+        }
+        for name in [
+            "/elsewhere/k.cu",
+            "/usr/local/cuda/include/cooperative_groups/details/sync.h",
+            "/work/repo/.venv/lib/python3.11/site-packages/nvidia/cu13/include/cuda/atomic",
+            "/work/repo/third_party/cuda/include/cuda/std/__atomic/api/reference.h",
+            "cuda/include/cooperative_groups.h",
+            "cuda/include/sm_30_intrinsics.hpp",
+            "/opt/env/dist-packages/x/k.cuh",
+        ] {
+            assert!(!paths.in_project(name), "{name}");
+        }
+        // Without a base directory only relative names can be the project's.
+        assert!(!Paths { base_dir: None }.in_project("/work/repo/src/k.cu"));
+    }
+
+    #[test]
+    fn inlined_code_is_shown_at_the_innermost_call_site_in_the_project() {
+        let paths = Paths { base_dir: Some(Path::new("/work/repo")) };
+        let mut source = SourceLocation::new("/usr/local/cuda/include/cuda/std/atomic", 40, 3);
+        source.inlined_at = Some(
+            [
+                SourceLocation::new("/usr/local/cuda/include/cuda/atomic", 12, 1),
+                SourceLocation::new("/work/repo/src/wait.cuh", 7, 5),
+                SourceLocation::new("/work/repo/src/k.cu", 30, 5),
+            ]
+            .into(),
+        );
+        let shown = project_frame(&source, &paths);
+        assert_eq!((shown.file.as_str(), shown.line), ("/work/repo/src/wait.cuh", 7));
+        // Inlined code of the project's own is shown where it is.
+        let mut own = SourceLocation::new("/work/repo/src/wait.cuh", 7, 5);
+        own.inlined_at = Some([SourceLocation::new("/work/repo/src/k.cu", 30, 5)].into());
+        assert!(std::ptr::eq(project_frame(&own, &paths), &raw const own));
+        // No call site in the project: the location itself.
+        let elsewhere = Paths { base_dir: Some(Path::new("/other")) };
+        assert!(std::ptr::eq(project_frame(&source, &elsewhere), &raw const source));
+    }
+
+    #[test]
     fn paths_below_the_base_become_relative() {
         let base = Path::new("/work/repo");
         let paths = Paths { base_dir: Some(base) };
@@ -242,7 +352,7 @@ mod tests {
     #[test]
     fn a_source_line_zero_is_no_source() {
         let label = Label::new(FileId(0), fencelint_source::TextRange::empty(0), "")
-            .with_source(Some(SourceLocation { file: "k.cu".to_owned(), line: 0, column: 0 }));
+            .with_source(Some(SourceLocation::new("k.cu", 0, 0)));
         assert!(known_source(&label).is_none());
     }
 }

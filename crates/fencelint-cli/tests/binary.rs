@@ -418,3 +418,59 @@ fn the_compiled_fixture_corpus_has_no_reorder_finding() {
     let Some(out) = check_with_tools("corpus", &args) else { return };
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
 }
+
+/// `grid.sync()` polls inside CUDA's cooperative-groups headers, inlined three deep into
+/// `grid_sync.cu` (and once more through the project's `grid_sync.cuh`). With the call sites
+/// in the line info (PTX `.loc ..., inlined_at`, `nvdisasm -gi`, and a cubin, which fencelint
+/// disassembles with `-gi`), the short output points at the innermost call site in the
+/// project and the JSON source lists every call site out to the kernel's line; `-g` alone
+/// names only the header line.
+#[test]
+fn inlined_code_is_reported_at_the_projects_call_site() {
+    const STEM: &str = "fixtures/compiled/sm_90a/grid_sync";
+    // The `grid.sync()` lines: the kernel's own, and the project header's helper.
+    let expected = ["fixtures/kernels/grid_sync.cu:25:", "fixtures/kernels/grid_sync.cuh:8:"];
+    let sources = |args: &[&str]| -> Option<Vec<String>> {
+        let mut all = vec!["--select", "acquire-in-poll-loop"];
+        all.extend_from_slice(args);
+        let out = check_with_tools("inlined call sites", &all)?;
+        Some(
+            finding_lines(&stdout(&out), "acquire-in-poll-loop")
+                .iter()
+                .map(|l| (*l).to_owned())
+                .collect(),
+        )
+    };
+    for input in ["ptx", "nvdisasm-gi.sass", "cubin"] {
+        let path = format!("{STEM}.{input}");
+        let Some(lines) = sources(&["--format", "short", &path]) else { return };
+        assert_eq!(lines.len(), 2, "{input}: {lines:?}");
+        for place in expected {
+            assert!(lines.iter().any(|l| l.starts_with(place)), "{input}: {place} in {lines:?}");
+        }
+        let Some(out) = check_with_tools("inlined call sites", &["--format", "json", &path]) else {
+            return;
+        };
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        for d in doc["diagnostics"].as_array().unwrap() {
+            let source = &d["source"];
+            assert!(
+                source["file"].as_str().unwrap().ends_with("cooperative_groups/details/sync.h")
+            );
+            let sites = source["inlined_at"].as_array().expect("call sites");
+            assert!(sites.len() >= 3, "{input}: {source:#}");
+            assert_eq!(
+                sites.last().unwrap()["file"],
+                "fixtures/kernels/grid_sync.cu",
+                "{source:#}"
+            );
+            assert!(sites.iter().all(|site| site.get("inlined_at").is_none()));
+        }
+    }
+    // `nvdisasm -g` prints the innermost line only: the header's.
+    let Some(lines) = sources(&["--format", "short", &format!("{STEM}.nvdisasm.sass")]) else {
+        return;
+    };
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines.iter().all(|l| l.starts_with("cuda/include/cooperative_groups/details/sync.h:")));
+}

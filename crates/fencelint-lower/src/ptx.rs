@@ -5,6 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use smallvec::SmallVec;
 
@@ -161,6 +162,74 @@ fn module_version(module: &ast::Module<'_>) -> Option<String> {
     module.version().map(|v| v.text.to_owned())
 }
 
+/// A `.loc` location: file index, line, column.
+type Site = (u32, u32, u32);
+
+/// The call sites of inlined code. A `.loc` of inlined code names the site it was inlined at
+/// (`.loc 5 126 1, function_name ..., inlined_at 4 377 13`); that site, when it lies in
+/// inlined code itself, has a `.loc` of its own naming the next one (`.loc 4 377 13, ...,
+/// inlined_at 2 182 9`), and so on out to a line of the kernel's own code, which names none.
+struct InlineSites<'f> {
+    files: &'f HashMap<u32, &'f str>,
+    /// The call site of each location that a `.loc` of this function gives one: the latest
+    /// `.loc` read so far, else the first of the function (a call site's `.loc` normally comes
+    /// first; the same location inlined at two sites takes the nearer one before it).
+    latest: HashMap<Site, Site>,
+    first: HashMap<Site, Site>,
+    /// Chains already built, shared by every instruction with the same one.
+    built: HashMap<Vec<Site>, Option<Arc<[SourceLocation]>>>,
+}
+
+/// The longest chain of call sites followed (a cycle in damaged line info stops there too).
+const MAX_INLINE_DEPTH: usize = 64;
+
+impl<'f> InlineSites<'f> {
+    fn new(statements: &[ast::Statement<'_>], files: &'f HashMap<u32, &'f str>) -> Self {
+        let mut first = HashMap::new();
+        for statement in statements {
+            if let ast::Statement::Loc(l) = statement
+                && let Some(at) = l.inlined_at
+            {
+                first.entry((l.file, l.line, l.column)).or_insert((at.file, at.line, at.column));
+            }
+        }
+        Self { files, latest: HashMap::new(), first, built: HashMap::new() }
+    }
+
+    /// The call sites of the code after `loc`, innermost first; `None` when it names none.
+    fn chain(&mut self, loc: &ast::Loc<'_>) -> Option<Arc<[SourceLocation]>> {
+        let at = loc.inlined_at?;
+        let mut site = (at.file, at.line, at.column);
+        self.latest.insert((loc.file, loc.line, loc.column), site);
+        let mut sites = vec![site];
+        while sites.len() < MAX_INLINE_DEPTH {
+            let Some(&next) = self.latest.get(&site).or_else(|| self.first.get(&site)) else {
+                break;
+            };
+            if sites.contains(&next) {
+                break;
+            }
+            sites.push(next);
+            site = next;
+        }
+        // A site in a file the module does not declare ends the chain.
+        if let Some(unknown) = sites.iter().position(|s| !self.files.contains_key(&s.0)) {
+            sites.truncate(unknown);
+        }
+        if let Some(chain) = self.built.get(&sites) {
+            return chain.clone();
+        }
+        let chain: Option<Arc<[SourceLocation]>> = (!sites.is_empty()).then(|| {
+            sites
+                .iter()
+                .map(|&(file, line, column)| SourceLocation::new(self.files[&file], line, column))
+                .collect()
+        });
+        self.built.insert(sites, chain.clone());
+        chain
+    }
+}
+
 struct Pending {
     inst: Inst,
     /// Label names this instruction branches to, resolved after the whole body is read.
@@ -189,6 +258,7 @@ fn lower_function(func: &ast::Function<'_>, files: &HashMap<u32, &str>, base: u3
     // a few hundred bytes, and growing copied them about twice over).
     let mut pending: Vec<Pending> = Vec::with_capacity(statements.len());
     let mut loc: Option<SourceLocation> = None;
+    let mut inlining = InlineSites::new(statements, files);
     for statement in statements {
         match statement {
             ast::Statement::Label(label) => {
@@ -199,6 +269,7 @@ fn lower_function(func: &ast::Function<'_>, files: &HashMap<u32, &str>, base: u3
                     file: (*name).to_owned(),
                     line: l.line,
                     column: l.column,
+                    inlined_at: inlining.chain(l),
                 });
             }
             ast::Statement::Directive(d) if d.name == "branchtargets" => {
@@ -979,6 +1050,42 @@ fn classify_tcgen05(instruction: &ast::Instruction<'_>) -> InstKind {
 #[cfg(test)]
 mod tests {
     use fencelint_source::FileId;
+
+    /// Hand-written PTX: the call sites of inlined code are followed from `.loc` to `.loc` out
+    /// to the kernel's own line; a location inlined at two sites takes the latest `.loc` that
+    /// names it; a cycle stops; a site in an undeclared file ends the chain.
+    #[test]
+    fn inlined_code_carries_its_call_sites() {
+        let text = ".version 8.5\n.target sm_90\n.address_size 64\n\
+             .visible .entry k()\n{\n.reg .b32 %r<9>;\n\
+             .loc 1 10 3\n\
+             mov.u32 %r1, 1;\n\
+             .loc 2 20 5, function_name f, inlined_at 1 11 3\n\
+             .loc 3 30 7, function_name g, inlined_at 2 20 5\n\
+             mov.u32 %r2, 2;\n\
+             .loc 2 20 5, function_name f, inlined_at 1 12 3\n\
+             .loc 3 30 7, function_name g, inlined_at 2 20 5\n\
+             mov.u32 %r3, 3;\n\
+             .loc 3 31 7, function_name g, inlined_at 3 31 7\n\
+             mov.u32 %r4, 4;\n\
+             .loc 3 32 7, function_name g, inlined_at 9 1 1\n\
+             mov.u32 %r5, 5;\n\
+             ret;\n}\n\
+             .file 1 \"k.cu\"\n.file 2 \"f.h\"\n.file 3 \"g.h\"\n";
+        let lowered = super::lower_text(FileId(0), text, 0);
+        assert!(lowered.diagnostics.is_empty(), "{:?}", lowered.diagnostics);
+        let func = &lowered.modules[0].functions[0];
+        let frames = |index: usize| -> Vec<String> {
+            let source = func.insts[index].source.as_ref().expect("line info");
+            source.frames().map(|f| format!("{}:{}:{}", f.file, f.line, f.column)).collect()
+        };
+        assert_eq!(frames(0), ["k.cu:10:3"]);
+        assert_eq!(frames(1), ["g.h:30:7", "f.h:20:5", "k.cu:11:3"]);
+        assert_eq!(frames(2), ["g.h:30:7", "f.h:20:5", "k.cu:12:3"]);
+        assert_eq!(frames(3), ["g.h:31:7", "g.h:31:7"]);
+        assert_eq!(frames(4), ["g.h:32:7"]);
+        assert!(func.insts[4].source.as_ref().unwrap().inlined_at.is_none());
+    }
 
     /// `brx.idx` through a `.branchtargets` table gets exactly the table's labels; through a
     /// table that names a label the function lacks, it stays indirect.

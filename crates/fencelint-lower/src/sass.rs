@@ -18,6 +18,7 @@ mod table;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
@@ -29,7 +30,7 @@ use fencelint_ir::{
 pub use fencelint_sass::Arch;
 use fencelint_sass::{
     ConstBank, ConstOperand, MemOperand, MemPrefix, Operand, OperandKind, RegFile, RegRef,
-    Register, SassFormat, SassFunction, SassInst, SassLabel, SassModule,
+    Register, SassFormat, SassFunction, SassInst, SassLabel, SassModule, SrcLine,
 };
 use fencelint_source::{Dialect, FileId};
 pub use table::{
@@ -404,7 +405,13 @@ struct Body<'a> {
     branches: Vec<(InstId, BranchRef<'a>)>,
     /// Where the first instruction starts (kept or not): the function's header ends there.
     first_start: Option<u32>,
+    /// The last chain of call sites lowered (`-gi`), with the parser's chain it came from (kept
+    /// alive, so that the same pointer is the same chain): one per run of instructions.
+    inlined: Option<(CallSites<'a>, Arc<[SourceLocation]>)>,
 }
+
+/// The parser's chain of call sites of one run of inlined instructions (`-gi`).
+type CallSites<'a> = Arc<[SrcLine<'a>]>;
 
 /// Where a branch goes, as the instruction says it.
 enum BranchRef<'a> {
@@ -426,7 +433,21 @@ impl<'a> Body<'a> {
             addresses: Vec::with_capacity(capacity),
             branches: Vec::new(),
             first_start: None,
+            inlined: None,
         }
+    }
+
+    /// The call sites of `sites`, lowered once for the run of instructions that share them.
+    fn inlined(&mut self, sites: &CallSites<'a>) -> Arc<[SourceLocation]> {
+        if let Some((from, lowered)) = &self.inlined
+            && Arc::ptr_eq(from, sites)
+        {
+            return Arc::clone(lowered);
+        }
+        let lowered: Arc<[SourceLocation]> =
+            sites.iter().map(|site| SourceLocation::new(site.file, site.line, 0)).collect();
+        self.inlined = Some((Arc::clone(sites), Arc::clone(&lowered)));
+        lowered
     }
 
     /// Lowers one instruction (`@!PT` ones are dropped) whose operands are `operands`.
@@ -453,6 +474,14 @@ impl<'a> Body<'a> {
             && let Some(branch) = lower_inst(&mut self.lowering, slot, inst, operands, facts, table)
         {
             self.branches.push((id, branch));
+        }
+        if let Some(sites) = &inst.inlined_at
+            && inst.src_line.is_some()
+        {
+            let chain = self.inlined(sites);
+            if let Some(source) = self.insts.last_mut().and_then(|slot| slot.source.as_mut()) {
+                source.inlined_at = Some(chain);
+            }
         }
     }
 
@@ -633,7 +662,7 @@ fn lower_inst<'a>(
     // Only set when there is one: `out` has none yet, and assigning `None` over it would read
     // the fresh slot back to drop what it held.
     if let Some(l) = inst.src_line {
-        out.source = Some(SourceLocation { file: l.file.to_owned(), line: l.line, column: 0 });
+        out.source = Some(SourceLocation::new(l.file, l.line, 0));
     }
 
     if let Some(guard) = inst.guard.filter(|g| !g.is_always())

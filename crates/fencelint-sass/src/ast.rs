@@ -5,6 +5,7 @@
 //! classification belongs to the lowering into the IR.
 
 use std::fmt;
+use std::sync::Arc;
 
 use fencelint_source::TextRange;
 
@@ -161,8 +162,9 @@ pub struct SassInst<'a> {
     pub range: TextRange,
     /// The innermost source location from `nvdisasm -g`/`-gi` (sticky until the next marker).
     pub src_line: Option<SrcLine<'a>>,
-    /// The outermost `inlined at` location from `nvdisasm -gi`, when the code was inlined.
-    pub inlined_at: Option<SrcLine<'a>>,
+    /// Where the code was inlined, from `nvdisasm -gi`: the innermost call site first, the
+    /// kernel's own line last; `None` when it was not inlined or the listing does not say.
+    pub inlined_at: Option<Arc<[SrcLine<'a>]>>,
     /// The PTX line from `nvdisasm -gp` (sticky until the next marker).
     pub ptx_line: Option<u32>,
     /// The resolved address of a code target: `BRA 0x200`, `` BRA `(.L_x_8) ``,

@@ -6,6 +6,8 @@
 //! markers and section separators are comments too), `.` a directive or label, and a few fixed
 //! words start the cuobjdump headers. Lines in data sections are skipped.
 
+use std::sync::Arc;
+
 use fencelint_source::TextRange;
 
 use crate::ast::{
@@ -16,6 +18,9 @@ use crate::operand::{Stop, claim_symbols, parse_hex, scan_operands};
 pub(crate) use crate::scan::skip_blanks;
 use crate::scan::{find_byte, find_pair};
 use crate::{ParseError, Parsed, SassFormat};
+
+/// The most call sites kept for one source line (damaged `-gi` markers can chain any number).
+const MAX_INLINE_DEPTH: usize = 64;
 
 /// What the parser knows about the cubin around the functions it reads.
 #[derive(Clone, Copy, Debug, Default)]
@@ -200,7 +205,8 @@ struct Parser<'a, 's, S> {
     mode: Mode,
     function: Option<FunctionBuilder<'a>>,
     src_line: Option<SrcLine<'a>>,
-    inlined_at: Option<SrcLine<'a>>,
+    /// The call sites of `src_line`, innermost first (`-gi`), shared by its instructions.
+    inlined_at: Option<Arc<[SrcLine<'a>]>>,
     ptx_line: Option<u32>,
     /// Whether the previous non-blank line was an instruction (for encoding continuations).
     last_was_inst: bool,
@@ -447,7 +453,7 @@ impl<'a, S: ListingSink<'a>> Parser<'a, '_, S> {
                 operands: Vec::new(),
                 range: TextRange::from_usize(first, inst_end),
                 src_line: self.src_line,
-                inlined_at: self.inlined_at,
+                inlined_at: self.inlined_at.clone(),
                 ptx_line: self.ptx_line,
                 branch_target,
                 encoding,
@@ -516,27 +522,32 @@ impl<'a, S: ListingSink<'a>> Parser<'a, '_, S> {
         if file == ".nv_debug_ptx_txt" {
             self.ptx_line = Some(line);
         } else {
-            let mut outermost = None;
+            let mut sites = Vec::new();
             while let Some(next) = rest.trim_start().strip_prefix("inlined at ") {
                 let Some((file, line, after)) = parse_location(next) else {
                     self.error(first, end, "unrecognised `inlined at` location");
                     break;
                 };
-                outermost = Some(SrcLine { file, line });
+                sites.push(SrcLine { file, line });
                 rest = after;
             }
             let location = SrcLine { file, line };
-            // `-gi` writes `A inlined at B` and then `B` for the same instructions: a marker
-            // that continues the chain of the one before (with no instruction between) extends
-            // it instead of replacing it.
-            let continues = self.inline_pending && self.inlined_at == Some(location);
+            // `-gi` writes `A inlined at B`, then `B inlined at C`, ..., then the kernel's own
+            // line, for the same instructions: a marker that continues the chain of the one
+            // before (with no instruction between) extends it instead of replacing it.
+            let chain = self.inlined_at.as_deref().unwrap_or_default();
+            let continues = self.inline_pending && chain.last() == Some(&location);
             if continues {
-                if outermost.is_some() {
-                    self.inlined_at = outermost;
+                if !sites.is_empty() && chain.len() < MAX_INLINE_DEPTH {
+                    let mut longer = chain.to_vec();
+                    longer.extend(sites);
+                    longer.truncate(MAX_INLINE_DEPTH);
+                    self.inlined_at = Some(longer.into());
                 }
             } else {
                 self.src_line = Some(location);
-                self.inlined_at = outermost;
+                sites.truncate(MAX_INLINE_DEPTH);
+                self.inlined_at = (!sites.is_empty()).then(|| sites.into());
             }
             self.inline_pending = self.inlined_at.is_some();
         }

@@ -405,22 +405,42 @@ fn splitter_keeps_invalid_utf8() {
     assert_eq!(chunks[0].parse().value.functions[0].instructions.len(), 1);
 }
 
+/// The call sites of an instruction's inlined code, as a list.
+fn sites<'a>(inst: &fencelint_sass::SassInst<'a>) -> Option<Vec<SrcLine<'a>>> {
+    inst.inlined_at.as_deref().map(<[_]>::to_vec)
+}
+
 #[test]
 fn inlined_locations() {
-    // Hand-written: the `-gi` pair of markers, then a plain marker.
+    // Hand-written: the `-gi` chain of markers (two levels of inlining), then a plain marker.
     let text = "//--- .text.k ---
-\t//## File \"inner.h\", line 7 inlined at \"k.cu\", line 20
+\t//## File \"inner.h\", line 7 inlined at \"outer.h\", line 12
+\t//## File \"outer.h\", line 12 inlined at \"k.cu\", line 20
 \t//## File \"k.cu\", line 20
         /*0000*/ NOP ;
-\t//## File \"k.cu\", line 21
         /*0010*/ NOP ;
+\t//## File \"k.cu\", line 21
+        /*0020*/ NOP ;
+\t//## File \"inner.h\", line 8 inlined at \"k.cu\", line 22
+        /*0030*/ NOP ;
 ";
     let module = clean(text);
     let insts = &module.functions[0].instructions;
     assert_eq!(insts[0].src_line, Some(SrcLine { file: "inner.h", line: 7 }));
-    assert_eq!(insts[0].inlined_at, Some(SrcLine { file: "k.cu", line: 20 }));
-    assert_eq!(insts[1].src_line, Some(SrcLine { file: "k.cu", line: 21 }));
-    assert_eq!(insts[1].inlined_at, None);
+    assert_eq!(
+        sites(&insts[0]),
+        Some(vec![SrcLine { file: "outer.h", line: 12 }, SrcLine { file: "k.cu", line: 20 }])
+    );
+    assert_eq!(insts[1].src_line, insts[0].src_line);
+    assert!(std::sync::Arc::ptr_eq(
+        insts[0].inlined_at.as_ref().unwrap(),
+        insts[1].inlined_at.as_ref().unwrap()
+    ));
+    assert_eq!(insts[2].src_line, Some(SrcLine { file: "k.cu", line: 21 }));
+    assert_eq!(insts[2].inlined_at, None);
+    // A marker that does not continue the chain starts a new one.
+    assert_eq!(insts[3].src_line, Some(SrcLine { file: "inner.h", line: 8 }));
+    assert_eq!(sites(&insts[3]), Some(vec![SrcLine { file: "k.cu", line: 22 }]));
 }
 
 #[test]

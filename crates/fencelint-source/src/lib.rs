@@ -5,6 +5,7 @@
 
 use std::fmt;
 use std::ops::Range;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -101,6 +102,24 @@ pub struct SourceLocation {
     pub line: u32,
     /// 1-based column; 0 when unknown.
     pub column: u32,
+    /// Where the code at this location was inlined, the innermost call site first and the
+    /// kernel's own line last (PTX `.loc ..., inlined_at`, `nvdisasm -gi`); `None` when the
+    /// code was not inlined or the line info does not say. The call sites carry none of their
+    /// own. Shared by every instruction of one inlined stretch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inlined_at: Option<Arc<[SourceLocation]>>,
+}
+
+impl SourceLocation {
+    /// A location that was not inlined (or whose inlining is not known).
+    pub fn new(file: impl Into<String>, line: u32, column: u32) -> Self {
+        Self { file: file.into(), line, column, inlined_at: None }
+    }
+
+    /// This location, then every call site it was inlined at, out to the kernel's own line.
+    pub fn frames(&self) -> impl Iterator<Item = &SourceLocation> {
+        std::iter::once(self).chain(self.inlined_at.iter().flat_map(|sites| sites.iter()))
+    }
 }
 
 /// A 1-based line and column (column counted in characters) for people and editors.

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use fencelint_diagnostics::{Diagnostic, Severity};
 use fencelint_source::SourceDb;
 
-use super::{Locations, Paths, Place};
+use super::{Locations, Paths, Place, known_source, project_frame, source_position};
 
 pub(super) fn annotations(
     db: &SourceDb,
@@ -22,7 +22,7 @@ pub(super) fn annotations(
             Severity::Warning => "warning",
             Severity::Note => "notice",
         };
-        let place = Place::of(db, &diagnostic.primary, locations);
+        let place = Place::of(db, &diagnostic.primary, locations, paths);
         let mut properties = vec![
             ("file", paths.relative(place.file).into_owned()),
             ("line", place.start.line.to_string()),
@@ -49,6 +49,11 @@ pub(super) fn annotations(
                 input.start.line,
                 input.start.column
             );
+            if let Some(source) = known_source(&diagnostic.primary)
+                && !std::ptr::eq(project_frame(source, paths), source)
+            {
+                let _ = write!(message, "\ninlined code: {}", source_position(source));
+            }
         }
 
         let properties: Vec<String> = properties
@@ -106,7 +111,7 @@ mod tests {
 
         let mut db = SourceDb::new();
         let file = db.add("/repo/build/k.ptx", "\n  ld.acquire.gpu.u32 %r1, [%rd1];\n");
-        let source = SourceLocation { file: "src/k,1.cu".to_owned(), line: 7, column: 0 };
+        let source = SourceLocation::new("src/k,1.cu", 7, 0);
         let label = Label::new(file, TextRange::new(3, 32), "").with_source(Some(source));
         let diagnostic = Diagnostic::new("some-rule", Severity::Note, "50% of `x`", label);
         let paths = Paths { base_dir: Some(std::path::Path::new("/repo")) };

@@ -21,7 +21,7 @@ use serde_sarif::sarif::{
     ResultLevel, Run, Sarif, Tool, ToolComponent,
 };
 
-use super::{Locations, Paths, known_source};
+use super::{Locations, Paths, known_source, project_frame};
 
 /// The `$schema` written into the log.
 const SCHEMA_URI: &str = "https://json.schemastore.org/sarif-2.1.0.json";
@@ -226,7 +226,7 @@ fn result(
     let mapped =
         if locations == Locations::Source { known_source(&diagnostic.primary) } else { None };
     let physical = match mapped {
-        Some(source) => source_location(source, paths),
+        Some(source) => source_location(project_frame(source, paths), paths),
         None => input_location(db, &diagnostic.primary, paths),
     };
     let mut primary = Location::builder().physical_location(physical).build();
@@ -255,14 +255,20 @@ fn result(
         }
     };
     let mut related = Vec::new();
-    if mapped.is_some() {
+    if let Some(source) = mapped {
         let message = in_input(&diagnostic.primary.message);
         related.push((input_location(db, &diagnostic.primary, paths), message));
+        // Shown at a call site in the project: the inlined code it calls, where it is.
+        if !std::ptr::eq(project_frame(source, paths), source) {
+            let message = "the inlined code, called from the result's line".to_owned();
+            related.push((source_location(source, paths), message));
+        }
     }
     for label in &diagnostic.secondary {
         match known_source(label) {
             Some(source) if locations == Locations::Source => {
-                related.push((source_location(source, paths), label.message.clone()));
+                let frame = project_frame(source, paths);
+                related.push((source_location(frame, paths), label.message.clone()));
                 related.push((input_location(db, label, paths), in_input(&label.message)));
             }
             _ => related.push((input_location(db, label, paths), label.message.clone())),
