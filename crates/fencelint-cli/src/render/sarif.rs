@@ -18,7 +18,7 @@ use serde_json::json;
 use serde_sarif::sarif::{
     Address, ArtifactLocation, Location, LogicalLocation, Message, MultiformatMessageString,
     PhysicalLocation, PropertyBag, Region, ReportingConfiguration, ReportingDescriptor, Result,
-    ResultLevel, Run, Sarif, Tool, ToolComponent,
+    ResultLevel, Run, Sarif, Stack, StackFrame, Tool, ToolComponent,
 };
 
 use super::{Locations, Paths, known_source, project_frame};
@@ -295,6 +295,22 @@ fn result(
     result.rule_index = rule_index.copied();
     if !related.is_empty() {
         result.related_locations = Some(related);
+    }
+    // Inlined code: the call stack of the inlining, the code itself on top, the kernel's own
+    // line at the bottom.
+    if let Some(source) = mapped
+        && source.inlined_at.is_some()
+    {
+        let frames: Vec<StackFrame> = source
+            .frames()
+            .map(|frame| {
+                let location = Location::builder().physical_location(source_location(frame, paths));
+                StackFrame::builder().location(location.build()).build()
+            })
+            .collect();
+        let message =
+            Message::builder().text("where the code was inlined, innermost first").build();
+        result.stacks = Some(vec![Stack::builder().frames(frames).message(message).build()]);
     }
     if let Some(fingerprint) = &diagnostic.fingerprint {
         let mut fingerprints = BTreeMap::new();
