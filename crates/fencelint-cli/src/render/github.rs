@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use fencelint_diagnostics::{Diagnostic, Severity};
 use fencelint_source::SourceDb;
 
-use super::{Locations, Paths, Place, known_source, project_frame, source_position};
+use super::{Locations, Paths, Place, known_source, project_frame};
 
 pub(super) fn annotations(
     db: &SourceDb,
@@ -52,7 +52,11 @@ pub(super) fn annotations(
             if let Some(source) = known_source(&diagnostic.primary)
                 && !std::ptr::eq(project_frame(source, paths), source)
             {
-                let _ = write!(message, "\ninlined code: {}", source_position(source));
+                let (file, line) = (paths.relative(&source.file), source.line);
+                let _ = match source.column {
+                    0 => write!(message, "\ninlined code: {file}:{line}"),
+                    column => write!(message, "\ninlined code: {file}:{line}:{column}"),
+                };
             }
         }
 
