@@ -165,6 +165,9 @@ fn module_version(module: &ast::Module<'_>) -> Option<String> {
 /// A `.loc` location: file index, line, column.
 type Site = (u32, u32, u32);
 
+/// The call sites of one stretch of inlined code, innermost first (`None`: not inlined).
+type Chain = Option<Arc<[SourceLocation]>>;
+
 /// The call sites of inlined code. A `.loc` of inlined code names the site it was inlined at
 /// (`.loc 5 126 1, function_name ..., inlined_at 4 377 13`); that site, when it lies in
 /// inlined code itself, has a `.loc` of its own naming the next one (`.loc 4 377 13, ...,
@@ -176,8 +179,12 @@ struct InlineSites<'f> {
     /// first; the same location inlined at two sites takes the nearer one before it).
     latest: HashMap<Site, Site>,
     first: HashMap<Site, Site>,
+    /// Bumped whenever a location's call site changes, which may change any chain.
+    generation: u32,
+    /// The chain from each call site, with the generation it was followed in.
+    resolved: HashMap<Site, (u32, Chain)>,
     /// Chains already built, shared by every instruction with the same one.
-    built: HashMap<Vec<Site>, Option<Arc<[SourceLocation]>>>,
+    built: HashMap<Vec<Site>, Chain>,
 }
 
 /// The longest chain of call sites followed (a cycle in damaged line info stops there too).
@@ -193,19 +200,38 @@ impl<'f> InlineSites<'f> {
                 first.entry((l.file, l.line, l.column)).or_insert((at.file, at.line, at.column));
             }
         }
-        Self { files, latest: HashMap::new(), first, built: HashMap::new() }
+        Self {
+            files,
+            latest: HashMap::new(),
+            first,
+            generation: 0,
+            resolved: HashMap::new(),
+            built: HashMap::new(),
+        }
+    }
+
+    fn parent(&self, site: Site) -> Option<Site> {
+        self.latest.get(&site).or_else(|| self.first.get(&site)).copied()
     }
 
     /// The call sites of the code after `loc`, innermost first; `None` when it names none.
-    fn chain(&mut self, loc: &ast::Loc<'_>) -> Option<Arc<[SourceLocation]>> {
+    fn chain(&mut self, loc: &ast::Loc<'_>) -> Chain {
         let at = loc.inlined_at?;
-        let mut site = (at.file, at.line, at.column);
-        self.latest.insert((loc.file, loc.line, loc.column), site);
-        let mut sites = vec![site];
+        let here = (loc.file, loc.line, loc.column);
+        let start = (at.file, at.line, at.column);
+        if self.parent(here) != Some(start) {
+            self.generation = self.generation.wrapping_add(1);
+        }
+        self.latest.insert(here, start);
+        if let Some((generation, chain)) = self.resolved.get(&start)
+            && *generation == self.generation
+        {
+            return chain.clone();
+        }
+        let mut sites = vec![start];
+        let mut site = start;
         while sites.len() < MAX_INLINE_DEPTH {
-            let Some(&next) = self.latest.get(&site).or_else(|| self.first.get(&site)) else {
-                break;
-            };
+            let Some(next) = self.parent(site) else { break };
             if sites.contains(&next) {
                 break;
             }
@@ -216,16 +242,22 @@ impl<'f> InlineSites<'f> {
         if let Some(unknown) = sites.iter().position(|s| !self.files.contains_key(&s.0)) {
             sites.truncate(unknown);
         }
-        if let Some(chain) = self.built.get(&sites) {
-            return chain.clone();
-        }
-        let chain: Option<Arc<[SourceLocation]>> = (!sites.is_empty()).then(|| {
-            sites
-                .iter()
-                .map(|&(file, line, column)| SourceLocation::new(self.files[&file], line, column))
-                .collect()
-        });
-        self.built.insert(sites, chain.clone());
+        let chain = match self.built.get(&sites) {
+            Some(chain) => chain.clone(),
+            None => {
+                let chain: Chain = (!sites.is_empty()).then(|| {
+                    sites
+                        .iter()
+                        .map(|&(file, line, column)| {
+                            SourceLocation::new(self.files[&file], line, column)
+                        })
+                        .collect()
+                });
+                self.built.insert(sites, chain.clone());
+                chain
+            }
+        };
+        self.resolved.insert(start, (self.generation, chain.clone()));
         chain
     }
 }
