@@ -242,21 +242,21 @@ impl<'f> InlineSites<'f> {
         if let Some(unknown) = sites.iter().position(|s| !self.files.contains_key(&s.0)) {
             sites.truncate(unknown);
         }
-        let chain = match self.built.get(&sites) {
-            Some(chain) => chain.clone(),
-            None => {
-                let chain: Chain = (!sites.is_empty()).then(|| {
+        let files = self.files;
+        let chain = self
+            .built
+            .entry(sites)
+            .or_insert_with_key(|sites| {
+                (!sites.is_empty()).then(|| {
                     sites
                         .iter()
                         .map(|&(file, line, column)| {
-                            SourceLocation::new(self.files[&file], line, column)
+                            SourceLocation::new(files[&file], line, column)
                         })
                         .collect()
-                });
-                self.built.insert(sites, chain.clone());
-                chain
-            }
-        };
+                })
+            })
+            .clone();
         self.resolved.insert(start, (self.generation, chain.clone()));
         chain
     }
