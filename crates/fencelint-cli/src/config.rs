@@ -99,6 +99,8 @@ struct RawIgnore {
     kernels: Vec<Spanned<String>>,
     #[serde(default)]
     paths: Vec<Spanned<String>>,
+    #[serde(default)]
+    sources: Vec<Spanned<String>>,
 }
 
 /// One `[[ignore]]` entry: a finding is dropped when it matches every list the entry has.
@@ -112,6 +114,12 @@ pub(crate) struct IgnoreEntry {
     /// Patterns without a `/`, matched against the file name.
     names: Option<GlobSet>,
     has_paths: bool,
+    /// `sources` patterns with a `/`, matched against the source file of the finding's code
+    /// (its innermost line-info location) as the line info writes it.
+    sources: Option<GlobSet>,
+    /// `sources` patterns without a `/`, matched against that file's name.
+    source_names: Option<GlobSet>,
+    has_sources: bool,
 }
 
 /// A read configuration.
@@ -253,10 +261,15 @@ fn ignore_entry(
     error: &impl Fn(Option<Range<usize>>, String) -> ConfigError,
 ) -> Result<IgnoreEntry, ConfigError> {
     let raw = entry.get_ref();
-    if raw.rules.is_empty() && raw.kernels.is_empty() && raw.paths.is_empty() {
+    if raw.rules.is_empty()
+        && raw.kernels.is_empty()
+        && raw.paths.is_empty()
+        && raw.sources.is_empty()
+    {
         return Err(error(
             Some(entry.span()),
-            "an `[[ignore]]` entry needs at least one of `rules`, `kernels` or `paths`".to_owned(),
+            "an `[[ignore]]` entry needs at least one of `rules`, `kernels`, `paths` or `sources`"
+                .to_owned(),
         ));
     }
     let mut rules = Vec::new();
@@ -301,12 +314,17 @@ fn ignore_entry(
     let kernels: Vec<_> = raw.kernels.iter().collect();
     let (with_slash, without): (Vec<_>, Vec<_>) =
         raw.paths.iter().partition(|p| p.get_ref().contains('/'));
+    let (sources, source_names): (Vec<_>, Vec<_>) =
+        raw.sources.iter().partition(|p| p.get_ref().contains('/'));
     Ok(IgnoreEntry {
         rules,
         kernels: build(&kernels, false)?,
         paths: build(&with_slash, true)?,
         names: build(&without, true)?,
         has_paths: !raw.paths.is_empty(),
+        sources: build(&sources, true)?,
+        source_names: build(&source_names, true)?,
+        has_sources: !raw.sources.is_empty(),
     })
 }
 
@@ -371,10 +389,14 @@ impl Config {
             let name = db.get(diagnostic.primary.file).map_or("", |f| f.name());
             let path = PathCandidates::new(name, &cwd, &self.root);
             let kernel = diagnostic.kernel.as_deref().map(KernelNames::new);
-            !self
-                .ignores
-                .iter()
-                .any(|entry| entry.matches(&diagnostic.rule, kernel.as_ref(), &path))
+            let source = diagnostic.primary.source.as_ref().map(|s| SourceCandidates::new(&s.file));
+            let finding = Finding {
+                rule: &diagnostic.rule,
+                kernel: kernel.as_ref(),
+                path: &path,
+                source: source.as_ref(),
+            };
+            !self.ignores.iter().any(|entry| entry.matches(&finding))
         });
         before - diagnostics.len()
     }
@@ -425,6 +447,30 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
+/// The spellings of a finding's source file that `sources` globs are matched against.
+struct SourceCandidates {
+    /// As the line info writes it, with `/` separators.
+    file: String,
+    file_name: String,
+}
+
+impl SourceCandidates {
+    fn new(file: &str) -> Self {
+        let file = file.replace('\\', "/");
+        let file_name = file.rsplit('/').next().unwrap_or_default().to_owned();
+        Self { file, file_name }
+    }
+}
+
+/// What an `[[ignore]]` entry is matched against.
+struct Finding<'a> {
+    rule: &'a str,
+    kernel: Option<&'a KernelNames>,
+    path: &'a PathCandidates,
+    /// The source file of the finding's code, when the input carries line info.
+    source: Option<&'a SourceCandidates>,
+}
+
 /// The spellings of a kernel that kernel globs are matched against: as written, demangled,
 /// and demangled without its parameter list.
 struct KernelNames {
@@ -454,12 +500,12 @@ impl KernelNames {
 }
 
 impl IgnoreEntry {
-    fn matches(&self, rule: &str, kernel: Option<&KernelNames>, path: &PathCandidates) -> bool {
-        if !self.rules.is_empty() && !self.rules.iter().any(|r| r == rule) {
+    fn matches(&self, finding: &Finding<'_>) -> bool {
+        if !self.rules.is_empty() && !self.rules.iter().any(|r| r == finding.rule) {
             return false;
         }
         if let Some(globs) = &self.kernels {
-            let Some(kernel) = kernel else {
+            let Some(kernel) = finding.kernel else {
                 return false;
             };
             if !kernel.names.iter().any(|name| globs.is_match(name)) {
@@ -467,8 +513,20 @@ impl IgnoreEntry {
             }
         }
         if self.has_paths {
+            let path = finding.path;
             let by_path = self.paths.as_ref().is_some_and(|g| g.is_match(&path.relative));
             let by_name = self.names.as_ref().is_some_and(|g| g.is_match(&path.file_name));
+            if !by_path && !by_name {
+                return false;
+            }
+        }
+        if self.has_sources {
+            // A finding without line info never matches an entry with `sources`.
+            let Some(source) = finding.source else {
+                return false;
+            };
+            let by_path = self.sources.as_ref().is_some_and(|g| g.is_match(&source.file));
+            let by_name = self.source_names.as_ref().is_some_and(|g| g.is_match(&source.file_name));
             if !by_path && !by_name {
                 return false;
             }
@@ -529,11 +587,38 @@ paths = ["vendor/**", "*.sass"]
             PathCandidates::new("/repo/vendor/a/b.ptx", Path::new("/"), Path::new("/repo"));
         let outside = PathCandidates::new("/repo/src/b.ptx", Path::new("/"), Path::new("/repo"));
         let sass = PathCandidates::new("/repo/src/b.sass", Path::new("/"), Path::new("/repo"));
-        assert!(entry.matches("spin-poll-without-acquire", Some(&kernel), &inside));
-        assert!(entry.matches("spin-poll-without-acquire", Some(&kernel), &sass));
-        assert!(!entry.matches("spin-poll-without-acquire", Some(&kernel), &outside));
-        assert!(!entry.matches("costly-fence", Some(&kernel), &inside));
-        assert!(!entry.matches("spin-poll-without-acquire", None, &inside));
+        let finding = |rule, kernel, path| Finding { rule, kernel, path, source: None };
+        let spin = "spin-poll-without-acquire";
+        assert!(entry.matches(&finding(spin, Some(&kernel), &inside)));
+        assert!(entry.matches(&finding(spin, Some(&kernel), &sass)));
+        assert!(!entry.matches(&finding(spin, Some(&kernel), &outside)));
+        assert!(!entry.matches(&finding("costly-fence", Some(&kernel), &inside)));
+        assert!(!entry.matches(&finding(spin, None, &inside)));
+    }
+
+    #[test]
+    fn source_globs_match_the_file_of_the_findings_code() {
+        let config = parse_text(
+            "[[ignore]]\nrules = [\"acquire-in-poll-loop\"]\n\
+             sources = [\"**/cooperative_groups/**\", \"reference.h\"]\n",
+        )
+        .unwrap();
+        let entry = &config.ignores[0];
+        let path = PathCandidates::new("/repo/k.ptx", Path::new("/"), Path::new("/repo"));
+        let matches = |file: Option<&str>| {
+            let source = file.map(SourceCandidates::new);
+            entry.matches(&Finding {
+                rule: "acquire-in-poll-loop",
+                kernel: None,
+                path: &path,
+                source: source.as_ref(),
+            })
+        };
+        assert!(matches(Some("/usr/local/cuda/include/cooperative_groups/details/sync.h")));
+        assert!(matches(Some("cuda/include/cooperative_groups/details/sync.h")));
+        assert!(matches(Some("/opt/cccl/cuda/std/__atomic/api/reference.h")));
+        assert!(!matches(Some("/repo/src/k.cu")));
+        assert!(!matches(None), "no line info, no match");
     }
 
     #[test]

@@ -532,3 +532,25 @@ fn malformed_baseline_is_an_error_with_line_and_column() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("missing.json: cannot read the baseline"), "{}", stderr(&out));
 }
+
+/// `sources` globs drop the findings whose code lies in the files they name, even inlined into
+/// a kernel elsewhere: `grid.sync()`'s acquire poll in CUDA's cooperative-groups header.
+#[test]
+fn config_sources_drop_findings_by_the_file_of_their_code() {
+    const GRID_SYNC: &str = "fixtures/compiled/sm_90a/grid_sync.ptx";
+    let check = |config: &str| {
+        let dir = workspace(&[], Some(config));
+        let config = dir.path().join("fencelint.toml");
+        let args = ["check", "--config", config.to_str().unwrap(), "--format", "short", GRID_SYNC];
+        run_in(&repo(), &args)
+    };
+    let all = check("[[ignore]]\nsources = [\"nothing.h\"]\n");
+    assert_eq!(stdout(&all).lines().count(), 2, "{}", stdout(&all));
+    let dropped = check("[[ignore]]\nsources = [\"**/cooperative_groups/**\"]\n");
+    assert_eq!(dropped.status.code(), Some(0), "{}", stdout(&dropped));
+    assert_eq!(stdout(&dropped), "");
+    assert!(stderr(&dropped).contains("2 ignored by the configuration"), "{}", stderr(&dropped));
+    // The kernel's own file is where the findings are shown, not where their code is.
+    let kept = check("[[ignore]]\nsources = [\"fixtures/kernels/**\"]\n");
+    assert_eq!(stdout(&kept).lines().count(), 2, "{}", stdout(&kept));
+}
