@@ -223,21 +223,41 @@ struct Paths<'a> {
 /// header found through them is not the project's own, wherever the environment lives.
 const FOREIGN_DIRS: &[&str] = &["site-packages", "dist-packages"];
 
-/// The entries of a CUDA toolkit's `include` directory whose headers hold device code that is
-/// inlined into kernels (cooperative groups, libcu++, CUB, Thrust, the intrinsics headers).
-const TOOLKIT_INCLUDES: &[&str] =
-    &["cooperative_groups", "cooperative_groups.h", "cuda", "cub", "thrust", "nv", "crt", "cccl"];
+/// Entries of an `include` directory that hold CUDA's device code wherever they lie (a vendored
+/// copy of CUB or Thrust is not the project's own code either).
+const TOOLKIT_DIRS: &[&str] =
+    &["cooperative_groups", "cooperative_groups.h", "cub", "thrust", "cccl"];
 
-/// Whether `component`, an entry of an `include` directory, is one of a CUDA toolkit's.
-fn is_toolkit_include(component: &str) -> bool {
-    let header = Path::new(component)
+/// Entries that are CUDA's only in a toolkit's own `include` directory ([`is_toolkit_root`]):
+/// names a project may use for headers of its own elsewhere.
+const TOOLKIT_ENTRIES: &[&str] = &["cuda", "nv", "crt", "mma.h"];
+
+/// Prefixes of the toolkit's single headers (`cuda_fp16.hpp`, `sm_30_intrinsics.hpp`,
+/// `device_atomic_functions.h`, `math_functions.h`, `vector_types.h`), in its own `include`.
+const TOOLKIT_HEADER_PREFIXES: &[&str] = &["cuda_", "sm_", "device_", "math_", "vector_"];
+
+/// Whether a directory holding an `include` directory is a CUDA toolkit's root: `cuda`,
+/// `cuda-13.0`, a wheel's `cu13`, or `targets/x86_64-linux`.
+fn is_toolkit_root(name: &str) -> bool {
+    let wheel = name
+        .strip_prefix("cu")
+        .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()));
+    name.starts_with("cuda") || wheel || name.ends_with("-linux")
+}
+
+/// Whether `entry`, an entry of an `include` directory whose parent is `root`, is CUDA's.
+fn is_toolkit_include(root: &str, entry: &str) -> bool {
+    if TOOLKIT_DIRS.contains(&entry) {
+        return true;
+    }
+    if !is_toolkit_root(root) {
+        return false;
+    }
+    let header = Path::new(entry)
         .extension()
         .is_some_and(|ext| ext.eq_ignore_ascii_case("h") || ext.eq_ignore_ascii_case("hpp"));
-    TOOLKIT_INCLUDES.contains(&component)
-        || header
-            && ["cuda_", "sm_", "device_", "math_", "crt_", "vector_", "mma"]
-                .iter()
-                .any(|prefix| component.starts_with(prefix))
+    TOOLKIT_ENTRIES.contains(&entry)
+        || header && TOOLKIT_HEADER_PREFIXES.iter().any(|prefix| entry.starts_with(prefix))
 }
 
 impl Paths<'_> {
@@ -246,17 +266,20 @@ impl Paths<'_> {
     /// environment's packages.
     fn in_project(&self, name: &str) -> bool {
         let path = Path::new(name);
-        let mut after_include = false;
+        // The last two directory names: an entry of `include` is checked against its root.
+        let (mut before, mut last) = (Cow::Borrowed(""), Cow::Borrowed(""));
         for component in path.components() {
             let Component::Normal(part) = component else {
-                after_include = false;
+                (before, last) = (Cow::Borrowed(""), Cow::Borrowed(""));
                 continue;
             };
             let part = part.to_string_lossy();
-            if FOREIGN_DIRS.contains(&part.as_ref()) || after_include && is_toolkit_include(&part) {
+            if FOREIGN_DIRS.contains(&part.as_ref())
+                || last == "include" && is_toolkit_include(&before, &part)
+            {
                 return false;
             }
-            after_include = part == "include";
+            (before, last) = (last, part);
         }
         if path.is_absolute() {
             return self.base_dir.is_some_and(|base| path.starts_with(base));
@@ -296,7 +319,16 @@ mod tests {
     #[test]
     fn project_files_are_below_the_base_and_outside_toolkits() {
         let paths = Paths { base_dir: Some(Path::new("/work/repo")) };
-        for name in ["/work/repo/src/k.cu", "src/k.cuh", "k.cu", "./include/mine.h"] {
+        for name in [
+            "/work/repo/src/k.cu",
+            "src/k.cuh",
+            "k.cu",
+            "./include/mine.h",
+            // Names the toolkit also uses, in the project's own `include`.
+            "/work/repo/include/cuda_utils.h",
+            "/work/repo/include/cuda/kernels.cuh",
+            "include/device_helpers.h",
+        ] {
             assert!(paths.in_project(name), "{name}");
         }
         for name in [
@@ -306,6 +338,8 @@ mod tests {
             "/work/repo/third_party/cuda/include/cuda/std/__atomic/api/reference.h",
             "cuda/include/cooperative_groups.h",
             "cuda/include/sm_30_intrinsics.hpp",
+            "/work/repo/cuda-13.0/targets/x86_64-linux/include/cuda_fp16.hpp",
+            "/work/repo/third_party/include/cub/block/block_reduce.cuh",
             "/opt/env/dist-packages/x/k.cuh",
         ] {
             assert!(!paths.in_project(name), "{name}");
