@@ -1497,6 +1497,95 @@ fn reads_published(inst: &Inst) -> bool {
     }
 }
 
+/// Whether the published read `id` may carry data another thread published: not the read half
+/// of an atomic that ptxas emulates ([`emulated_atomic_read`]).
+fn reads_published_at(analysis: &FunctionAnalysis<'_>, id: InstId) -> bool {
+    reads_published(analysis.func.inst(id)) && !emulated_atomic_read(analysis, id)
+}
+
+/// How many dominating blocks [`emulated_atomic_read`] climbs to find the space query.
+const EMULATION_DEPTH: usize = 8;
+
+/// Whether the load `id` is the read half of an atomic that ptxas emulates. An atomic the
+/// hardware lacks for its type or space is a loop: read the old value, compute, and try a
+/// compare-and-swap (`LDS`, then `ATOMS.CAST.SPIN` of the same address; `LD.E`, then
+/// `ATOM.E.CAST.SPIN`). An `atom` on a generic address becomes `ATOM.E... P, RZ, [A]`, which
+/// reports whether it was performed (global); if not, `QSPC.E.S P, RZ, [A]` asks whether `A`
+/// is the CTA's shared memory (the loop on `LDS`), from `sm_90` on `QSPC.E.D` whether it is a
+/// cluster peer's (the loop on `LD.E`), and the rest is a read-modify-write of thread-local
+/// memory: `LD.E` and `ST.E` of `A`, in a block entered only by the taken branch of `@!P BRA`
+/// on the `QSPC.E.S` of `A` (or dominated by one). Either read is part of the atomic the
+/// program asked for (the PTX shows one `atom`), not a read of data another thread published.
+fn emulated_atomic_read(analysis: &FunctionAnalysis<'_>, id: InstId) -> bool {
+    let func = analysis.func;
+    let inst = func.inst(id);
+    let (InstKind::Load(mem), Some(address)) = (&inst.kind, &inst.address) else { return false };
+    let AddrBase::Reg(reg) = address.base else { return false };
+    if !matches!(mem.space, Space::Generic | Space::SharedCta) || mem.is_strong() {
+        return false;
+    }
+    // The address as written, between instructions that do not redefine its register (the
+    // emulation's blocks are straight runs; its address may have several definitions before).
+    let same_address = |other: InstId| {
+        func.inst(other)
+            .address
+            .as_ref()
+            .is_some_and(|a| a.base == address.base && a.offset == address.offset)
+    };
+    let defines = |other: InstId| func.inst(other).defs.contains(&reg);
+    let cfg = &analysis.cfg;
+    let mut block = cfg.block_of(id);
+    let mut written_back = false;
+    for later in cfg.block(block).ids().filter(|&later| later > id) {
+        let later_inst = func.inst(later);
+        if same_address(later) {
+            match &later_inst.kind {
+                InstKind::Atomic { .. } if later_inst.opcode.contains(".CAST.SPIN") => return true,
+                InstKind::Store(m) if m.space == Space::Generic => written_back = true,
+                _ => {}
+            }
+        }
+        if defines(later) {
+            break;
+        }
+    }
+    if !written_back || mem.space != Space::Generic {
+        return false;
+    }
+    if cfg.block(block).ids().filter(|&earlier| earlier < id).any(defines) {
+        return false;
+    }
+    // Up through blocks with one predecessor each (so entered only from it), none redefining
+    // the address, to the taken branch of `@!P BRA` on a `QSPC.E.S` of it.
+    for _ in 0..EMULATION_DEPTH {
+        let mut preds = cfg.predecessors(block);
+        let (Some(pred), None) = (preds.next(), preds.next()) else { return false };
+        let first = cfg.block(block).first();
+        let branch = cfg.block(pred).last();
+        let taken = branch.0 + 1 != first.0 && func.inst(branch).control.targets.contains(&first);
+        if taken && let Some(guard) = func.inst(branch).guard.filter(|g| g.negated) {
+            let query = cfg
+                .block(pred)
+                .ids()
+                .rev()
+                .filter(|&earlier| earlier < branch)
+                .find(|&earlier| func.inst(earlier).defs.contains(&guard.reg));
+            if let Some(query) = query
+                && func.inst(query).opcode.starts_with("QSPC.E.S")
+                && same_address(query)
+                && !cfg.block(pred).ids().filter(|&after| after > query).any(defines)
+            {
+                return true;
+            }
+        }
+        if cfg.block(pred).ids().any(defines) {
+            return false;
+        }
+        block = pred;
+    }
+    false
+}
+
 /// Whether an asynchronous operation copies from global memory into shared memory.
 fn copies_from_global(op: AsyncOp) -> bool {
     match op {
@@ -1591,12 +1680,11 @@ fn unordered_reads(
         analysis.reachable_avoiding_memory(
             Point::BlockStart(poll.exit_to),
             |id| {
-                let inst = func.inst(id);
-                if reads_published(inst) {
+                if reads_published_at(analysis, id) {
                     published_met.set(true);
                     true
                 } else {
-                    !published_met.get() && reads_strongly(inst)
+                    !published_met.get() && reads_strongly(func.inst(id))
                 }
             },
             is_blocker,
@@ -1605,7 +1693,7 @@ fn unordered_reads(
     let sort = |found: &[InstId]| {
         let mut after = After::default();
         for &id in found {
-            if reads_published(func.inst(id)) {
+            if reads_published_at(analysis, id) {
                 if is_target(id) {
                     after.reads.push(id);
                 }
