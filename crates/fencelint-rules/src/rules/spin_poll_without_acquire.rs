@@ -1497,13 +1497,7 @@ fn reads_published(inst: &Inst) -> bool {
     }
 }
 
-/// Whether the published read `id` may carry data another thread published: not the read half
-/// of an atomic that ptxas emulates ([`emulated_atomic_read`]).
-fn reads_published_at(analysis: &FunctionAnalysis<'_>, id: InstId) -> bool {
-    reads_published(analysis.func.inst(id)) && !emulated_atomic_read(analysis, id)
-}
-
-/// How many dominating blocks [`emulated_atomic_read`] climbs to find the space query.
+/// How many blocks [`emulated_atomic_read`] climbs to find the space query.
 const EMULATION_DEPTH: usize = 8;
 
 /// Whether the load `id` is the read half of an atomic that ptxas emulates. An atomic the
@@ -1608,19 +1602,29 @@ fn copies_from_global(op: AsyncOp) -> bool {
 /// targets, never blockers, so filtering after the walk gives what filtering during it would.
 struct Walks {
     shared: bool,
+    /// Whether the function has an atomic that ptxas emulates (a `.CAST.SPIN`, which every
+    /// emulation has, for shared memory at least): only then is a published read tested for
+    /// being the read half of one ([`emulated_atomic_read`]).
+    emulation: bool,
     reads: BTreeMap<(fencelint_cfg::BlockId, Scope), Vec<InstId>>,
 }
 
 impl Walks {
     fn new(analysis: &FunctionAnalysis<'_>) -> Self {
-        let acquire_access =
-            analysis.memory_insts().iter().any(|&id| match &analysis.func.inst(id).kind {
-                InstKind::Load(mem) | InstKind::Atomic { mem, returns: true } => {
-                    mem.sem.has_acquire()
+        let func = analysis.func;
+        let (mut acquire_access, mut emulation) = (false, false);
+        for &id in analysis.memory_insts() {
+            let inst = func.inst(id);
+            match &inst.kind {
+                InstKind::Load(mem) => acquire_access |= mem.sem.has_acquire(),
+                InstKind::Atomic { mem, returns } => {
+                    acquire_access |= *returns && mem.sem.has_acquire();
+                    emulation |= inst.opcode.contains(".CAST.SPIN");
                 }
-                _ => false,
-            });
-        Self { shared: !acquire_access, reads: BTreeMap::new() }
+                _ => {}
+            }
+        }
+        Self { shared: !acquire_access, emulation, reads: BTreeMap::new() }
     }
 }
 
@@ -1671,6 +1675,7 @@ fn unordered_reads(
             flag.as_ref().is_some_and(|flag| analysis.inst_address_within(id, flag, flag_bytes));
         !same_flag && may_carry_published(poll, func.inst(id))
     };
+    let emulation = walks.emulation;
     let walk = || {
         let is_blocker = |id: InstId| is_acquire(analysis, id, poll.load, poll.required);
         // Relaxed and volatile reads are collected until the walk meets a published read (the
@@ -1680,11 +1685,12 @@ fn unordered_reads(
         analysis.reachable_avoiding_memory(
             Point::BlockStart(poll.exit_to),
             |id| {
-                if reads_published_at(analysis, id) {
+                let inst = func.inst(id);
+                if reads_published(inst) && !(emulation && emulated_atomic_read(analysis, id)) {
                     published_met.set(true);
                     true
                 } else {
-                    !published_met.get() && reads_strongly(func.inst(id))
+                    !published_met.get() && reads_strongly(inst)
                 }
             },
             is_blocker,
@@ -1693,7 +1699,8 @@ fn unordered_reads(
     let sort = |found: &[InstId]| {
         let mut after = After::default();
         for &id in found {
-            if reads_published_at(analysis, id) {
+            if reads_published(func.inst(id)) && !(emulation && emulated_atomic_read(analysis, id))
+            {
                 if is_target(id) {
                     after.reads.push(id);
                 }
@@ -1882,7 +1889,11 @@ mod tests {
                                 let walked = shared.reads.len();
                                 let together = unordered_reads(&analysis, lp, &poll, &mut shared);
                                 reused += usize::from(shared.reads.len() == walked);
-                                let mut alone = Walks { shared: false, reads: BTreeMap::new() };
+                                let mut alone = Walks {
+                                    shared: false,
+                                    emulation: shared.emulation,
+                                    reads: BTreeMap::new(),
+                                };
                                 let own = unordered_reads(&analysis, lp, &poll, &mut alone);
                                 assert_eq!(together, own, "{} {}", path.display(), func.name);
                                 polls += 1;
