@@ -109,17 +109,31 @@ pub(crate) struct IgnoreEntry {
     /// Rule names and non-rule codes; empty means every rule.
     rules: Vec<String>,
     kernels: Option<GlobSet>,
-    /// Patterns with a `/`, matched against the path relative to the configuration's folder.
-    paths: Option<GlobSet>,
-    /// Patterns without a `/`, matched against the file name.
+    /// Input paths: relative to the configuration's folder.
+    paths: FileGlobs,
+    /// The source file of the finding's code (its innermost line-info location), as the line
+    /// info writes it.
+    sources: FileGlobs,
+}
+
+/// The globs of one file list of an `[[ignore]]` entry (`paths`, `sources`): patterns with a `/`
+/// are matched against the whole name, the others against the file name.
+#[derive(Debug, Clone, Default)]
+struct FileGlobs {
+    whole: Option<GlobSet>,
     names: Option<GlobSet>,
-    has_paths: bool,
-    /// `sources` patterns with a `/`, matched against the source file of the finding's code
-    /// (its innermost line-info location) as the line info writes it.
-    sources: Option<GlobSet>,
-    /// `sources` patterns without a `/`, matched against that file's name.
-    source_names: Option<GlobSet>,
-    has_sources: bool,
+}
+
+impl FileGlobs {
+    /// Whether the entry has this list at all (then a finding must match it).
+    fn is_set(&self) -> bool {
+        self.whole.is_some() || self.names.is_some()
+    }
+
+    fn matches(&self, whole: &str, name: &str) -> bool {
+        self.whole.as_ref().is_some_and(|g| g.is_match(whole))
+            || self.names.as_ref().is_some_and(|g| g.is_match(name))
+    }
 }
 
 /// A read configuration.
@@ -312,19 +326,16 @@ fn ignore_entry(
         set.build().map(Some).map_err(|err| error(Some(patterns[0].span()), err.to_string()))
     };
     let kernels: Vec<_> = raw.kernels.iter().collect();
-    let (with_slash, without): (Vec<_>, Vec<_>) =
-        raw.paths.iter().partition(|p| p.get_ref().contains('/'));
-    let (sources, source_names): (Vec<_>, Vec<_>) =
-        raw.sources.iter().partition(|p| p.get_ref().contains('/'));
+    let files = |patterns: &[Spanned<String>]| -> Result<FileGlobs, ConfigError> {
+        let (whole, names): (Vec<_>, Vec<_>) =
+            patterns.iter().partition(|p| p.get_ref().contains('/'));
+        Ok(FileGlobs { whole: build(&whole, true)?, names: build(&names, true)? })
+    };
     Ok(IgnoreEntry {
         rules,
         kernels: build(&kernels, false)?,
-        paths: build(&with_slash, true)?,
-        names: build(&without, true)?,
-        has_paths: !raw.paths.is_empty(),
-        sources: build(&sources, true)?,
-        source_names: build(&source_names, true)?,
-        has_sources: !raw.sources.is_empty(),
+        paths: files(&raw.paths)?,
+        sources: files(&raw.sources)?,
     })
 }
 
@@ -512,22 +523,17 @@ impl IgnoreEntry {
                 return false;
             }
         }
-        if self.has_paths {
-            let path = finding.path;
-            let by_path = self.paths.as_ref().is_some_and(|g| g.is_match(&path.relative));
-            let by_name = self.names.as_ref().is_some_and(|g| g.is_match(&path.file_name));
-            if !by_path && !by_name {
-                return false;
-            }
+        if self.paths.is_set()
+            && !self.paths.matches(&finding.path.relative, &finding.path.file_name)
+        {
+            return false;
         }
-        if self.has_sources {
+        if self.sources.is_set() {
             // A finding without line info never matches an entry with `sources`.
             let Some(source) = finding.source else {
                 return false;
             };
-            let by_path = self.sources.as_ref().is_some_and(|g| g.is_match(&source.file));
-            let by_name = self.source_names.as_ref().is_some_and(|g| g.is_match(&source.file_name));
-            if !by_path && !by_name {
+            if !self.sources.matches(&source.file, &source.file_name) {
                 return false;
             }
         }
