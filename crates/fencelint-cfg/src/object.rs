@@ -79,19 +79,9 @@ impl FunctionAnalysis<'_> {
                 }
                 found
             }
-            Some(
-                ValueOp::AndImm(..)
-                | ValueOp::And(..)
-                | ValueOp::Compare(..)
-                | ValueOp::PredAnd(..)
-                | ValueOp::PredOr(..)
-                | ValueOp::PredNot(_)
-                | ValueOp::Vote { .. }
-                | ValueOp::CompareHigh { .. }
-                | ValueOp::CompareJoined { .. }
-                | ValueOp::FetchAdd(_),
-            )
-            | None => None,
+            // Every other value names no address: a mask, a test, a count, a value from other
+            // lanes.
+            Some(_) | None => None,
         }
     }
 }
@@ -167,19 +157,8 @@ impl FunctionAnalysis<'_> {
                         {
                             work.extend(inst.uses.iter().map(|&r| (*def, r)));
                         }
-                        Some(
-                            ValueOp::AndImm(..)
-                            | ValueOp::And(..)
-                            | ValueOp::Compare(..)
-                            | ValueOp::PredAnd(..)
-                            | ValueOp::PredOr(..)
-                            | ValueOp::PredNot(_)
-                            | ValueOp::Vote { .. }
-                            | ValueOp::CompareHigh { .. }
-                            | ValueOp::CompareJoined { .. }
-                            | ValueOp::FetchAdd(_),
-                        )
-                        | None => sum.terms.push(AddrRoot::Def(*def)),
+                        // Any other value is a term of its own.
+                        Some(_) | None => sum.terms.push(AddrRoot::Def(*def)),
                     }
                 }
             }

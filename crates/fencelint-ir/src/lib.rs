@@ -187,6 +187,10 @@ pub enum ValueOp {
     /// returns is the location's value before the add. Lets a rule tell a ticket taken from a
     /// counter from a poll (`atom.add` of 0).
     FetchAdd(i64),
+    /// A returning atomic add of a register (PTX `atom.global.add.u32 %r1, [%rd1], %r2`, SASS
+    /// `ATOMG.E.ADD.STRONG.GPU PT, R15, [R18.64], R22`): the addend, whose definitions tell
+    /// whether it can be zero.
+    FetchAddReg(Reg),
     /// A comparison with a constant joined to another predicate, SASS `ISETP.EQ.U32.OR P1, PT,
     /// R198, -0x800001, P1`: `(src <compare> bound) || other`, or `&& other` when `or` is
     /// false; `negated` when the other predicate is read inverted (`!P0`). ptxas chains the
@@ -199,6 +203,60 @@ pub enum ValueOp {
         negated: bool,
         or: bool,
     },
+    /// The number of set bits of a register: SASS `POPC R7, UR6`.
+    PopCount(Reg),
+    /// A ballot of the always-true predicate: the mask of the warp's lanes that execute it,
+    /// SASS `VOTEU.ANY UR6, UPT, PT`. ptxas counts them (`POPC`) to aggregate a warp's
+    /// `atomicAdd(p, 1)` into one add by one lane.
+    ActiveLanes,
+    /// A byte permute, SASS `PRMT R0, RZ, 0x7610, R0`: the result is bytes of the register
+    /// operands (`uses`) and of constants, chosen by a selector.
+    BytePermute,
+    /// A value that the instruction's register operands do not determine: it differs between
+    /// lanes or from one execution to the next. Special registers (SASS `S2R`, `S2UR`, `CS2R` of
+    /// a clock), and what comes from other lanes (`shfl`, `match`, `redux`; SASS `SHFL`,
+    /// `MATCH`, `REDUX`).
+    Varying,
+    /// The success flag of a compare-and-swap that ptxas retries until it succeeds: one attempt
+    /// of the loop by which it emulates an atomic the hardware lacks (SASS `ATOMS.CAST.SPIN`,
+    /// `ATOM.E.CAST.SPIN`).
+    RetriedSwap,
+    /// A predicate: whether the generic address of the instruction's memory operand lies in
+    /// `space`. SASS `QSPC.E.S P0, RZ, [R2.64]` (the CTA's shared memory), `QSPC.E.D` (the
+    /// shared memory of a CTA of the cluster), `QSPC.E.G`, `QSPC.E.L`.
+    InSpace(Space),
+}
+
+/// The family of an arithmetic or logic instruction, for rules that tell tests and bit
+/// manipulation from other work. Filled by both front ends: the SASS semantics table's `alu=`
+/// fact, the PTX lowering from the mnemonic and its type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AluOp {
+    /// An integer comparison into a predicate: PTX `setp` of an integer type, SASS `ISETP`,
+    /// `UISETP`.
+    IntCompare,
+    /// A floating-point test into a predicate: PTX `setp` of a floating-point type, `testp`;
+    /// SASS `FSETP`, `DSETP`, `HSETP2`.
+    FloatCompare,
+    /// A floating-point comparison into a mask: PTX `set` with a floating-point source type,
+    /// SASS `FSET`, `HSET2`.
+    FloatSet,
+    /// Bitwise logic: PTX `and`, `or`, `xor`, `not`; SASS `LOP3`, `PLOP3`, `ULOP3`.
+    BitLogic,
+    /// A value chosen by a predicate: PTX `selp`, SASS `SEL`.
+    Select,
+}
+
+impl AluOp {
+    /// A comparison of either kind, into a predicate or a mask.
+    pub fn compares(self) -> bool {
+        matches!(self, Self::IntCompare | Self::FloatCompare | Self::FloatSet)
+    }
+
+    /// A floating-point comparison, into a predicate or a mask.
+    pub fn compares_floats(self) -> bool {
+        matches!(self, Self::FloatCompare | Self::FloatSet)
+    }
 }
 
 /// An integer comparison: the relation, whether it is signed, and the operand width.
@@ -291,6 +349,8 @@ pub struct Inst {
     pub uses: Regs,
     /// For instructions whose result address analysis can follow.
     pub value: Option<ValueOp>,
+    /// The family of an arithmetic or logic instruction.
+    pub alu: Option<AluOp>,
     /// Set when the instruction computes its one definition from its uses (in order) and its
     /// other operands alone, with no guard and no access to memory or changing state: two
     /// instructions with the same key compute the same value from the same inputs. The key
@@ -320,6 +380,7 @@ impl Inst {
             defs: Regs::new(),
             uses: Regs::new(),
             value: None,
+            alu: None,
             pure_key: None,
             address: None,
             extra_addresses: Vec::new(),

@@ -11,9 +11,9 @@ use smallvec::SmallVec;
 
 use fencelint_diagnostics::Diagnostic;
 use fencelint_ir::{
-    AddrBase, Address, AddressRole, AsyncOp, Barrier, BulkDir, Control, Fence, FenceKind, Function,
-    Guard, Inst, InstId, InstKind, IntCompare, MbarrierOp, MemAccess, Module, MultimemOp, Relation,
-    Scope, Sem, SourceLocation, Space, Tcgen05Op, TensormapOp, ValueOp, WgmmaOp,
+    AddrBase, Address, AddressRole, AluOp, AsyncOp, Barrier, BulkDir, Control, Fence, FenceKind,
+    Function, Guard, Inst, InstId, InstKind, IntCompare, MbarrierOp, MemAccess, Module, MultimemOp,
+    Relation, Scope, Sem, SourceLocation, Space, Tcgen05Op, TensormapOp, ValueOp, WgmmaOp,
 };
 use fencelint_ptx as ast;
 use fencelint_source::{Dialect, FileId};
@@ -425,6 +425,7 @@ fn lower_instruction(
     }
 
     inst.value = value_op(func, instruction, is_reg);
+    inst.alu = alu_op(instruction);
     if inst.guard.is_none() && inst.defs.len() == 1 && has_dest {
         inst.pure_key = pure_key(instruction, is_reg);
     }
@@ -541,10 +542,14 @@ fn value_op(
             }
         }
         "mapa" => reg_of(func, src).map(ValueOp::Mapa),
-        // A fetch-and-add of a constant: `atom.global.add.u32 %r1, [%rd1], 1`.
-        "atom" if instruction.has_modifier("add") && ops.len() == 3 => {
-            ops[2].as_integer().map(ValueOp::FetchAdd)
-        }
+        // Values from other lanes.
+        "shfl" | "match" | "redux" => Some(ValueOp::Varying),
+        // A fetch-and-add of a constant, `atom.global.add.u32 %r1, [%rd1], 1`, or of a
+        // register, `atom.global.add.u32 %r1, [%rd1], %r2`.
+        "atom" if instruction.has_modifier("add") && ops.len() == 3 => match ops[2].as_integer() {
+            Some(amount) => Some(ValueOp::FetchAdd(amount)),
+            None => reg_of(func, &ops[2]).map(ValueOp::FetchAddReg),
+        },
         "and" | "or" if instruction.modifiers() == ["pred"] && ops.len() == 3 => {
             let (a, b) = (reg_of(func, src)?, reg_of(func, ops.get(2)?)?);
             Some(if instruction.mnemonic() == "and" {
@@ -610,6 +615,23 @@ fn value_op(
                 _ => None,
             }
         }
+        _ => None,
+    }
+}
+
+/// The family of an arithmetic or logic instruction (`setp` and `set` by their types).
+fn alu_op(instruction: &ast::Instruction<'_>) -> Option<AluOp> {
+    let is_float = |ty: &str| matches!(ty, "f16" | "f16x2" | "bf16" | "bf16x2" | "f32" | "f64");
+    match instruction.mnemonic() {
+        "setp" if instruction.modifiers().iter().any(|m| is_float(m)) => Some(AluOp::FloatCompare),
+        "setp" => Some(AluOp::IntCompare),
+        "testp" => Some(AluOp::FloatCompare),
+        // `set.eq.u32.f32`: the last type is the sources'.
+        "set" if instruction.modifiers().last().is_some_and(|m| is_float(m)) => {
+            Some(AluOp::FloatSet)
+        }
+        "and" | "or" | "xor" | "not" => Some(AluOp::BitLogic),
+        "selp" => Some(AluOp::Select),
         _ => None,
     }
 }
@@ -1189,6 +1211,48 @@ mod tests {
         let r2 = fencelint_ir::Reg(func.regs.iter().position(|r| r == "%r2").unwrap() as u32);
         assert_eq!(value("and.b32", "%r4"), Some(fencelint_ir::ValueOp::And(r1, r2)));
         assert!(matches!(value("and.pred", "%p3"), Some(fencelint_ir::ValueOp::PredAnd(..))));
+    }
+
+    /// Atomic adds of a register, values from other lanes, and the families of tests and
+    /// logic, which rules read instead of the opcode text.
+    #[test]
+    fn fetch_adds_varying_values_and_alu_families() {
+        use fencelint_ir::{AluOp, ValueOp};
+        let text = ".version 8.5\n.target sm_90\n.address_size 64\n\
+                    .visible .entry k(.param .u64 p)\n{\n.reg .pred %p<4>;\n.reg .f32 %f<2>;\n\
+                    .reg .b32 %r<9>;\n.reg .b64 %rd<2>;\n\
+                    ld.param.u64 %rd1, [p];\n\
+                    atom.global.add.u32 %r1, [%rd1], %r2;\n\
+                    atom.global.add.u32 %r3, [%rd1], 1;\n\
+                    shfl.sync.idx.b32 %r4, %r1, 0, 31, -1;\n\
+                    setp.eq.s32 %p1, %r4, 0;\n\
+                    setp.eq.f32 %p2, %f1, 0f00000000;\n\
+                    set.eq.u32.f32 %r5, %f1, 0f00000000;\n\
+                    or.b32 %r6, %r5, %r4;\n\
+                    selp.u32 %r7, 1, 0, %p1;\n\
+                    add.s32 %r8, %r7, 1;\n\
+                    ret;\n}\n";
+        let lowered = super::lower_text(FileId(0), text, 0);
+        assert!(lowered.diagnostics.is_empty(), "{:?}", lowered.diagnostics);
+        let func = lowered.modules.into_iter().next().unwrap().functions.remove(0);
+        let r2 = fencelint_ir::Reg(func.regs.iter().position(|r| r == "%r2").unwrap() as u32);
+        let insts = &func.insts[1..];
+        assert_eq!(insts[0].value, Some(ValueOp::FetchAddReg(r2)));
+        assert_eq!(insts[1].value, Some(ValueOp::FetchAdd(1)));
+        assert_eq!(insts[2].value, Some(ValueOp::Varying));
+        let alu: Vec<Option<AluOp>> = insts[3..].iter().map(|i| i.alu).collect();
+        assert_eq!(
+            alu,
+            [
+                Some(AluOp::IntCompare),
+                Some(AluOp::FloatCompare),
+                Some(AluOp::FloatSet),
+                Some(AluOp::BitLogic),
+                Some(AluOp::Select),
+                None,
+                None,
+            ]
+        );
     }
 
     /// A `mov` that splits a register into parts copies it (the sentinel check of

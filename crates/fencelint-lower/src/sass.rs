@@ -25,7 +25,8 @@ use rustc_hash::FxHashMap;
 use fencelint_diagnostics::Diagnostic;
 use fencelint_ir::{
     AddrBase, Address, AddressRole, AsyncOp, Control, Function, Guard, Inst, InstId, InstKind,
-    IntCompare, Module, Name, Reg, Regs, Relation, SourceLocation, Tcgen05Op, ValueOp, WgmmaOp,
+    IntCompare, Module, Name, Reg, Regs, Relation, SourceLocation, Space, Tcgen05Op, ValueOp,
+    WgmmaOp,
 };
 pub use fencelint_sass::Arch;
 use fencelint_sass::{
@@ -715,6 +716,9 @@ fn lower_inst<'a>(
     }
 
     set_addresses(func, out, operands);
+    if let Some(alu) = meaning.and_then(|m| m.alu) {
+        out.alu = Some(alu);
+    }
     if let Some(rule) = meaning.and_then(|m| m.value) {
         out.value = value_op(func, rule, inst.opcode, operands);
     }
@@ -897,6 +901,34 @@ fn value_op(
         ValueRule::Isetp => isetp_value(func, opcode, operands),
         ValueRule::Lop3And => lop3_and_value(func, operands),
         ValueRule::Vote => vote_value(func, opcode, operands),
+        ValueRule::Popc => {
+            let [_, src] = operands else { return None };
+            if !is_general(src) || !is_plain(src) {
+                return None;
+            }
+            Some(ValueOp::PopCount(func.reg(src.reg()?.reg)?))
+        }
+        ValueRule::Permute => Some(ValueOp::BytePermute),
+        // `CS2R R24, SRZ` is ptxas's way of zeroing a register pair.
+        ValueRule::Varying => match operands.get(1).map(|o| o.kind) {
+            Some(OperandKind::Special("SRZ")) => None,
+            _ => Some(ValueOp::Varying),
+        },
+        ValueRule::SpaceQuery => Some(ValueOp::InSpace(match opcode.rsplit('.').next()? {
+            "S" => Space::SharedCta,
+            "D" => Space::SharedCluster,
+            "G" => Space::Global,
+            "L" => Space::Local,
+            _ => return None,
+        })),
+        ValueRule::RetriedSwap => Some(ValueOp::RetriedSwap),
+        ValueRule::FetchAdd => {
+            let addend = operands.last()?;
+            if !opcode.split('.').any(|w| w == "ADD") || !is_general(addend) || !is_plain(addend) {
+                return None;
+            }
+            Some(ValueOp::FetchAddReg(func.reg(addend.reg()?.reg)?))
+        }
         ValueRule::Copy | ValueRule::Ldc => source_value(func, operands.get(1)?),
         ValueRule::ImadMov => {
             let zero = |o: &Operand<'_>| o.reg().is_some_and(|r| r.reg.is_zero());
@@ -1009,6 +1041,10 @@ fn vote_value(func: &mut Lowering, opcode: &str, operands: &[Operand<'_>]) -> Op
     let (dest, src) = match operands {
         [dest, src] => (dest, src),
         [zero, dest, src] if zero.reg().is_some_and(|r| r.reg.is_zero()) => (dest, src),
+        // The ballot of `PT`: the lanes that execute the vote (`VOTEU.ANY UR6, UPT, PT`).
+        [ballot, _, src] if !all && is_general(ballot) && is_always(src) => {
+            return Some(ValueOp::ActiveLanes);
+        }
         _ => return None,
     };
     let predicate = |o: &Operand<'_>| {

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use fencelint_ir::{
-    AsyncOp, Barrier, BulkDir, Fence, FenceKind, InstKind, MbarrierOp, MemAccess, MultimemOp,
-    Scope, Sem, Space, Tcgen05Op, WgmmaOp,
+    AluOp, AsyncOp, Barrier, BulkDir, Fence, FenceKind, InstKind, MbarrierOp, MemAccess,
+    MultimemOp, Scope, Sem, Space, Tcgen05Op, WgmmaOp,
 };
 
 /// The table text, as committed.
@@ -127,9 +127,27 @@ pub enum ValueRule {
     /// `LOP3.LUT R2, R1, 0x3fffffff, RZ, 0xc0, !PT`: a register and a constant (a lookup table
     /// that is `a & b` where the third input is zero).
     Lop3And,
-    /// `VOTE.ANY P0, !P1`, `VOTEU.ALL UP0, P1`: a warp vote into a predicate (not the ballot
-    /// form that writes a register).
+    /// `VOTE.ANY P0, !P1`, `VOTEU.ALL UP0, P1`: a warp vote into a predicate; the ballot of
+    /// `PT` (`VOTEU.ANY UR6, UPT, PT`) is the mask of the active lanes. Other ballots have no
+    /// value.
     Vote,
+    /// `POPC R7, UR6`: the number of set bits of a register.
+    Popc,
+    /// `PRMT R0, RZ, 0x7610, R0`: a byte permute.
+    Permute,
+    /// `S2R`, `SHFL`, ...: a value the register operands do not determine. `CS2R Rd, SRZ`
+    /// (zero) is not one; `CS2R Rd, SR_CLOCKLO` is.
+    Varying,
+    /// `QSPC.E.S P0, RZ, [R2.64]`: whether a generic address lies in the state space the last
+    /// modifier names (`S` the CTA's shared memory, `D` a cluster CTA's, `G` global, `L`
+    /// local).
+    SpaceQuery,
+    /// `ATOMG.E.ADD.STRONG.GPU PT, R15, [R18.64], R22`: an atomic add that returns the old
+    /// value, of the register in its last operand (no value for other operations or for `RZ`).
+    FetchAdd,
+    /// A row with the `retry` fact (`ATOMS.CAST.SPIN`): the success flag of a compare-and-swap
+    /// attempt. Implied by `retry`, not written as `value=`.
+    RetriedSwap,
 }
 
 /// One row of the table.
@@ -169,6 +187,8 @@ pub(crate) struct Meaning {
     pub patch: MemPatch,
     pub defs: Defs,
     pub value: Option<ValueRule>,
+    /// The family of an arithmetic or logic row (`alu=`).
+    pub alu: Option<AluOp>,
     /// The row applies only when the first operand is this scoreboard (`DEPBAR.LE SB0, N`).
     pub scoreboard: Option<u16>,
     /// The operand (0-based) that holds a pending-group count.
@@ -526,7 +546,33 @@ fn meaning_of(class: Class, facts: &mut Facts<'_>) -> Result<Meaning, String> {
         Some("isetp") => Some(ValueRule::Isetp),
         Some("lop3_and") => Some(ValueRule::Lop3And),
         Some("vote") => Some(ValueRule::Vote),
+        Some("popc") => Some(ValueRule::Popc),
+        Some("permute") => Some(ValueRule::Permute),
+        Some("varying") => Some(ValueRule::Varying),
+        Some("space_query") => Some(ValueRule::SpaceQuery),
+        Some("fetch_add") => Some(ValueRule::FetchAdd),
         Some(other) => return Err(format!("unknown value rule `{other}`")),
+    };
+    let alu = match facts.get("alu") {
+        None => None,
+        Some("int_compare") => Some(AluOp::IntCompare),
+        Some("float_compare") => Some(AluOp::FloatCompare),
+        Some("float_set") => Some(AluOp::FloatSet),
+        Some("bit_logic") => Some(AluOp::BitLogic),
+        Some("select") => Some(AluOp::Select),
+        Some(other) => return Err(format!("unknown alu family `{other}`")),
+    };
+    if alu.is_some() && !matches!(class, Class::Compare | Class::Move | Class::Other) {
+        return Err("`alu=` is for compare, move and other rows".to_owned());
+    }
+    // `retry`: one compare-and-swap attempt of the loop by which ptxas emulates an atomic that
+    // the hardware lacks (`ATOMS.CAST.SPIN`). Its result says whether the swap happened, not
+    // what memory held: the loop is one atomic, not a poll.
+    let retry = class == Class::Atomic && facts.flag("retry");
+    let value = match (retry, value) {
+        (false, value) => value,
+        (true, None) => Some(ValueRule::RetriedSwap),
+        (true, Some(_)) => return Err("`retry` rows take no `value=`".to_owned()),
     };
     let scoreboard = match facts.get("scoreboard") {
         None => None,
@@ -553,10 +599,7 @@ fn meaning_of(class: Class, facts: &mut Facts<'_>) -> Result<Meaning, String> {
             match class {
                 Class::Load => InstKind::Load(mem),
                 Class::Store => InstKind::Store(mem),
-                // `retry`: one compare-and-swap attempt of the loop by which ptxas emulates an
-                // atomic that the hardware lacks (`ATOMS.CAST.SPIN`). Its result says whether
-                // the swap happened, not what memory held: the loop is one atomic, not a poll.
-                Class::Atomic => InstKind::Atomic { mem, returns: !facts.flag("retry") },
+                Class::Atomic => InstKind::Atomic { mem, returns: !retry },
                 _ => InstKind::Atomic { mem, returns: false },
             }
         }
@@ -626,7 +669,7 @@ fn meaning_of(class: Class, facts: &mut Facts<'_>) -> Result<Meaning, String> {
             InstKind::Other
         }
     };
-    Ok(Meaning { kind, patch, defs, value, scoreboard, pending_operand, indirect })
+    Ok(Meaning { kind, patch, defs, value, alu, scoreboard, pending_operand, indirect })
 }
 
 /// A memory access from `space=`, `sem=` (weak when absent), `scope=`, `width=` (32 when

@@ -2,7 +2,7 @@
 //! disassemblers print).
 
 use fencelint_ir::{
-    AddrBase, AsyncOp, Barrier, Fence, FenceKind, Function, InstId, InstKind, IntCompare,
+    AddrBase, AluOp, AsyncOp, Barrier, Fence, FenceKind, Function, InstId, InstKind, IntCompare,
     MbarrierOp, Module, Relation, Scope, Sem, Space, ValueOp,
 };
 use fencelint_sass::SassFormat;
@@ -334,6 +334,71 @@ fn masks_by_a_constant() {
     for i in [3, 5, 7] {
         assert_eq!(f.insts[i].value, None, "{i} {}", f.insts[i].opcode);
     }
+}
+
+/// The facts that rules read instead of opcode text: counts and ballots of lanes, permutes,
+/// values that vary, the parts of an emulated atomic, atomic adds, and the families of tests and
+/// logic.
+#[test]
+fn value_and_alu_facts() {
+    let text = "
+		Function : k
+        /*0000*/                   VOTEU.ANY UR6, UPT, PT ;
+        /*0010*/                   VOTE.ANY R4, PT, P0 ;
+        /*0020*/                   POPC R7, UR6 ;
+        /*0030*/                   PRMT R0, RZ, 0x7610, R0 ;
+        /*0040*/                   S2R R8, SR_TID.X ;
+        /*0050*/                   CS2R R10, SR_CLOCKLO ;
+        /*0060*/                   CS2R R12, SRZ ;
+        /*0070*/                   SHFL.IDX PT, R14, R13, RZ, 0x1f ;
+        /*0080*/                   QSPC.E.S P0, RZ, [R2.64] ;
+        /*0090*/                   QSPC.E.D P1, RZ, [R2.64] ;
+        /*00a0*/                   ATOMS.CAST.SPIN P2, [R5], R6, R7 ;
+        /*00b0*/                   ATOMG.E.ADD.STRONG.GPU PT, R15, desc[UR4][R18.64], R22 ;
+        /*00c0*/                   ATOMG.E.ADD.STRONG.GPU PT, R15, desc[UR4][R18.64], RZ ;
+        /*00d0*/                   ATOMG.E.EXCH.STRONG.GPU PT, R15, desc[UR4][R18.64], R22 ;
+        /*00e0*/                   ISETP.NE.AND P3, PT, R15, RZ, PT ;
+        /*00f0*/                   FSETP.NEU.FTZ.AND P4, PT, R15, RZ, PT ;
+        /*0100*/                   HSET2.BF.EQ.AND R16, R17.H0_H0, -65504, -65504, PT ;
+        /*0110*/                   LOP3.LUT R18, R19, R20, RZ, 0xfc, !PT ;
+        /*0120*/                   SEL R21, RZ, 0x1, !P4 ;
+        /*0130*/                   IADD3 R23, R21, 0x1, RZ ;
+        /*0140*/                   EXIT ;
+		..........
+";
+    let modules = lower(text, SassFormat::CuobjdumpText);
+    let f = only_function(&modules);
+    let reg = |name: &str| fencelint_ir::Reg(f.regs.iter().position(|r| r == name).unwrap() as u32);
+    let values: Vec<Option<ValueOp>> = f.insts.iter().map(|i| i.value.clone()).collect();
+    assert_eq!(values[0], Some(ValueOp::ActiveLanes));
+    // The ballot of another predicate is not the active lanes.
+    assert_eq!(values[1], None);
+    assert_eq!(values[2], Some(ValueOp::PopCount(reg("UR6"))));
+    assert_eq!(values[3], Some(ValueOp::BytePermute));
+    assert_eq!(values[4], Some(ValueOp::Varying));
+    assert_eq!(values[5], Some(ValueOp::Varying));
+    assert_eq!(values[6], None, "CS2R of SRZ zeroes");
+    assert_eq!(values[7], Some(ValueOp::Varying));
+    assert_eq!(values[8], Some(ValueOp::InSpace(Space::SharedCta)));
+    assert_eq!(values[9], Some(ValueOp::InSpace(Space::SharedCluster)));
+    assert_eq!(values[10], Some(ValueOp::RetriedSwap));
+    assert!(matches!(f.insts[10].kind, InstKind::Atomic { returns: false, .. }));
+    assert_eq!(values[11], Some(ValueOp::FetchAddReg(reg("R22"))));
+    assert_eq!(values[12], None, "an add of RZ");
+    assert_eq!(values[13], None, "an exchange");
+    let alu: Vec<Option<AluOp>> = f.insts.iter().map(|i| i.alu).collect();
+    assert_eq!(
+        alu[14..],
+        [
+            Some(AluOp::IntCompare),
+            Some(AluOp::FloatCompare),
+            Some(AluOp::FloatSet),
+            Some(AluOp::BitLogic),
+            Some(AluOp::Select),
+            None,
+            None,
+        ]
+    );
 }
 
 #[test]

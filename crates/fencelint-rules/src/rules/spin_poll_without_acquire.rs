@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use fencelint_cfg::{AddrKey, AddrRoot, FunctionAnalysis, Loop, Point};
 use fencelint_ir::{
-    AddrBase, AsyncOp, Barrier, BulkDir, Dialect, FenceKind, Inst, InstId, InstKind, IntCompare,
-    MemAccess, MultimemOp, Reg, Relation, Scope, Sem, Space, ValueOp,
+    AddrBase, AluOp, AsyncOp, Barrier, BulkDir, Dialect, FenceKind, Inst, InstId, InstKind,
+    IntCompare, MemAccess, MultimemOp, Reg, Relation, Scope, Sem, Space, ValueOp,
 };
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
@@ -421,29 +421,11 @@ fn takes_a_ticket(analysis: &FunctionAnalysis<'_>, load: InstId) -> bool {
     if !matches!(inst.kind, InstKind::Atomic { returns: true, .. }) {
         return false;
     }
-    if let Some(ValueOp::FetchAdd(amount)) = inst.value {
-        return amount != 0;
-    }
-    // An add whose addend is a register (`atom.global.add.u32 %r1, [%rd1], %r2`, SASS
-    // `ATOMG.E.ADD`): the register must hold a nonzero amount.
-    let mut words = inst.opcode.split('.');
-    let add = match words.next() {
-        Some("atom") => "add",
-        Some("ATOMG" | "ATOM") => "ADD",
+    let addend = match inst.value {
+        Some(ValueOp::FetchAdd(amount)) => return amount != 0,
+        Some(ValueOp::FetchAddReg(addend)) => addend,
         _ => return false,
     };
-    if !words.any(|w| w == add) {
-        return false;
-    }
-    // The addend is the last operand; the address may name a register pair (`[R2.64]` reads
-    // `R3` too), so only the last register read is taken.
-    let guard = inst.guard.map(|g| g.reg);
-    let Some(&addend) = inst.uses.iter().rev().find(|&&reg| Some(reg) != guard) else {
-        return false;
-    };
-    if address_regs(inst).any(|a| a == addend) {
-        return false;
-    }
     let reach = analysis.reaching_defs(load, addend);
     !reach.from_entry
         && !reach.defs.is_empty()
@@ -460,14 +442,11 @@ fn takes_a_ticket(analysis: &FunctionAnalysis<'_>, load: InstId) -> bool {
 fn counts_active_lanes(analysis: &FunctionAnalysis<'_>, id: InstId) -> bool {
     let func = analysis.func;
     let inst = func.inst(id);
-    let [mask] = inst.uses[..] else { return false };
-    inst.opcode == "POPC" && {
+    let Some(ValueOp::PopCount(mask)) = inst.value else { return false };
+    {
         let reach = analysis.reaching_defs(id, mask);
         !reach.defs.is_empty()
-            && reach
-                .defs
-                .iter()
-                .all(|&def| matches!(func.inst(def).opcode.as_str(), "VOTEU.ANY" | "VOTE.ANY"))
+            && reach.defs.iter().all(|&def| func.inst(def).value == Some(ValueOp::ActiveLanes))
     }
 }
 
@@ -581,11 +560,10 @@ fn is_its_own_flag(
     })
 }
 
-/// An instruction that only compares: a predicate from an integer or floating-point test.
+/// An instruction that only compares: a predicate or a mask from an integer or floating-point
+/// test.
 fn is_comparison(inst: &Inst) -> bool {
-    is_float_compare(inst)
-        || is_float_set(inst)
-        || matches!(inst.opcode.split('.').next(), Some("setp" | "ISETP" | "UISETP"))
+    inst.alu.is_some_and(AluOp::compares)
 }
 
 /// Whether the exit's guard, `reg` as `branch` reads it, is decided by floating-point tests of
@@ -673,7 +651,7 @@ impl FloatWalk<'_> {
                     }
                     return joined.is_none_or(|other| self.tests(analysis, def, other));
                 }
-                if is_float_compare(inst) || is_float_set(inst) {
+                if compares_floats(inst) {
                     // The operands: a value compared, a bound, or the predicate of the tests
                     // before it that this one joins (`HSETP2.EQ.OR P1, PT, R196.H0_H0, -65504,
                     // -65504, P1`), which must be floating-point tests too.
@@ -690,10 +668,11 @@ impl FloatWalk<'_> {
                             return self.lp.is_invariant(analysis, def, used)
                                 || self.tests(analysis, def, used);
                         }
-                        let joined = analysis.reaching_defs(def, used).defs.iter().any(|&d| {
-                            let joined = func.inst(d);
-                            is_float_compare(joined) || is_float_set(joined)
-                        });
+                        let joined = analysis
+                            .reaching_defs(def, used)
+                            .defs
+                            .iter()
+                            .any(|&d| compares_floats(func.inst(d)));
                         !joined || self.tests(analysis, def, used)
                     });
                 }
@@ -734,13 +713,10 @@ impl FloatWalk<'_> {
     /// loop (`R0 = R0 + 1`) is not: the chain ends at the depth limit.
     fn fixed_value(&self, analysis: &FunctionAnalysis<'_>, def: InstId, depth: u8) -> bool {
         let inst = analysis.func.inst(def);
-        let opcode = inst.opcode.as_str();
         if depth > Self::MAX_FIXED_DEPTH
             || !matches!(inst.kind, InstKind::Other | InstKind::Compare | InstKind::Move)
             || inst.defs.is_empty()
-            || ["S2R", "S2UR", "CS2R", "SHFL", "MATCH", "REDUX", "shfl", "match", "redux"]
-                .iter()
-                .any(|p| opcode.starts_with(p))
+            || inst.value == Some(ValueOp::Varying)
         {
             return false;
         }
@@ -842,11 +818,15 @@ fn made_from(
         || (depth < 4
             && reach.defs.iter().any(|&def| {
                 let inst = func.inst(def);
-                let carries = inst.opcode == "PRMT"
-                    || matches!(
-                        inst.value,
-                        Some(ValueOp::Copy(_) | ValueOp::AndImm(..) | ValueOp::And(..))
-                    );
+                let carries = matches!(
+                    inst.value,
+                    Some(
+                        ValueOp::Copy(_)
+                            | ValueOp::AndImm(..)
+                            | ValueOp::And(..)
+                            | ValueOp::BytePermute
+                    )
+                );
                 carries
                     && inst.uses.iter().any(|&used| made_from(analysis, def, used, load, depth + 1))
             }))
@@ -879,19 +859,6 @@ fn is_float_sentinel(bound: i64, bits: u8) -> bool {
         || matches!(value, 0x7bff | 0xfbff | 0x7c00 | 0xfc00)
 }
 
-/// A comparison of floating-point values that writes a mask instead of a predicate: PTX `set`
-/// with a floating-point source type (`set.eq.f16x2.f16x2`), SASS `FSET`, `HSET2`.
-fn is_float_set(inst: &Inst) -> bool {
-    let mut words = inst.opcode.split('.');
-    match words.next().unwrap_or("") {
-        "FSET" | "HSET2" => true,
-        "set" => words
-            .next_back()
-            .is_some_and(|w| matches!(w, "f16" | "f16x2" | "bf16" | "bf16x2" | "f32" | "f64")),
-        _ => false,
-    }
-}
-
 /// Predicate logic, where other tests (a timeout, an abort flag) may join a poll's: `and.pred`,
 /// `or.pred`, `not.pred`, a warp vote.
 fn is_pred_logic(inst: &Inst) -> bool {
@@ -903,14 +870,11 @@ fn is_pred_logic(inst: &Inst) -> bool {
     )
 }
 
-/// Bitwise logic: PTX `and`, `or`, `xor`, `not` of integers, SASS `LOP3.LUT`, `PLOP3.LUT`,
-/// `LOP`; and a value selected by a predicate (PTX `selp.u16 %rs4, 1, 0, %p`, SASS `SEL`),
-/// which turns a test into a mask.
+/// Bitwise logic: PTX `and`, `or`, `xor`, `not` of integers, SASS `LOP3.LUT`, `PLOP3.LUT`;
+/// and a value selected by a predicate (PTX `selp.u16 %rs4, 1, 0, %p`, SASS `SEL`), which
+/// turns a test into a mask.
 fn is_bit_logic(inst: &Inst) -> bool {
-    matches!(
-        inst.opcode.split('.').next(),
-        Some("and" | "or" | "xor" | "not" | "selp" | "LOP3" | "PLOP3" | "ULOP3" | "LOP" | "SEL")
-    )
+    matches!(inst.alu, Some(AluOp::BitLogic | AluOp::Select))
 }
 
 /// The registers that hold what the poll read, with the instruction that wrote each: the load's
@@ -1093,24 +1057,19 @@ fn derived_from(
                 let b = derived_from(analysis, def, b, load, seen)?;
                 Some(a || b)
             }
+            // Constant bytes put into part of the register, the rest kept (`PRMT R0, RZ,
+            // 0x7610, R0`: ptxas's `mov.b16 %rs1, 0` for a 16-bit value in the low half).
+            Some(ValueOp::BytePermute) if inst.uses.as_slice() == inst.defs.as_slice() => {
+                Some(false)
+            }
+            Some(ValueOp::BytePermute) if inst.uses.len() == 1 => {
+                derived_from(analysis, def, inst.uses[0], load, seen)
+            }
+            // Among them a special register or another lane's value (`ValueOp::Varying`).
             Some(_) => None,
             // A value made of constants alone: a floating-point constant (`mov.b32 %r1,
             // 0f00000000`), SASS's zeroing idioms (`HFMA2 R0, -RZ, RZ, 0, 0`, `CS2R R24, SRZ`).
-            // Not a read of memory or of a special register (`S2R R0, SR_TID.X`).
-            None if inst.uses.is_empty()
-                && !inst.kind.reads_memory()
-                && !inst.opcode.starts_with("S2") =>
-            {
-                Some(false)
-            }
-            // Constant bytes put into part of the register, the rest kept (`PRMT R0, RZ,
-            // 0x7610, R0`: ptxas's `mov.b16 %rs1, 0` for a 16-bit value in the low half).
-            None if inst.opcode == "PRMT" && inst.uses.as_slice() == inst.defs.as_slice() => {
-                Some(false)
-            }
-            None if inst.opcode == "PRMT" && inst.uses.len() == 1 => {
-                derived_from(analysis, def, inst.uses[0], load, seen)
-            }
+            None if inst.uses.is_empty() && !inst.kind.reads_memory() => Some(false),
             None => None,
         };
         any |= from?;
@@ -1199,15 +1158,11 @@ fn address_regs(inst: &Inst) -> impl Iterator<Item = Reg> + '_ {
         .copied()
 }
 
-/// A floating-point comparison: PTX `setp` of a float type or `testp`, SASS `FSETP`, `DSETP`,
-/// `HSETP2`.
-fn is_float_compare(inst: &Inst) -> bool {
-    let mut words = inst.opcode.split('.');
-    match words.next().unwrap_or("") {
-        "FSETP" | "DSETP" | "HSETP2" | "testp" => true,
-        "setp" => words.any(|w| matches!(w, "f16" | "f16x2" | "bf16" | "bf16x2" | "f32" | "f64")),
-        _ => false,
-    }
+/// A floating-point comparison, into a predicate (PTX `setp` of a float type, `testp`; SASS
+/// `FSETP`, `DSETP`, `HSETP2`) or a mask (PTX `set` with a floating-point source type,
+/// `set.eq.f16x2.f16x2`; SASS `FSET`, `HSET2`).
+fn compares_floats(inst: &Inst) -> bool {
+    inst.alu.is_some_and(AluOp::compares_floats)
 }
 
 /// Whether `value <compare> bound` depends only on bits of `value` outside `field`: a sign test
@@ -1534,7 +1489,9 @@ fn emulated_atomic_read(analysis: &FunctionAnalysis<'_>, id: InstId) -> bool {
         let later_inst = func.inst(later);
         if same_address(later) {
             match &later_inst.kind {
-                InstKind::Atomic { .. } if later_inst.opcode.contains(".CAST.SPIN") => return true,
+                InstKind::Atomic { .. } if later_inst.value == Some(ValueOp::RetriedSwap) => {
+                    return true;
+                }
                 InstKind::Store(m) if m.space == Space::Generic => written_back = true,
                 _ => {}
             }
@@ -1565,7 +1522,7 @@ fn emulated_atomic_read(analysis: &FunctionAnalysis<'_>, id: InstId) -> bool {
                 .filter(|&earlier| earlier < branch)
                 .find(|&earlier| func.inst(earlier).defs.contains(&guard.reg));
             if let Some(query) = query
-                && func.inst(query).opcode.starts_with("QSPC.E.S")
+                && func.inst(query).value == Some(ValueOp::InSpace(Space::SharedCta))
                 && same_address(query)
                 && !cfg.block(pred).ids().filter(|&after| after > query).any(defines)
             {
@@ -1619,7 +1576,7 @@ impl Walks {
                 InstKind::Load(mem) => acquire_access |= mem.sem.has_acquire(),
                 InstKind::Atomic { mem, returns } => {
                     acquire_access |= *returns && mem.sem.has_acquire();
-                    emulation |= inst.opcode.contains(".CAST.SPIN");
+                    emulation |= inst.value == Some(ValueOp::RetriedSwap);
                 }
                 _ => {}
             }
