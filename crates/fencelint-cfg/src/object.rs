@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use fencelint_ir::{AddrBase, Address, InstId, InstKind, Reg, ValueOp};
+use fencelint_ir::{AddrBase, Address, AluOp, Inst, InstId, InstKind, Reg, ValueOp};
 
 use crate::{AddrRoot, FunctionAnalysis};
 
@@ -57,13 +57,13 @@ impl FunctionAnalysis<'_> {
             Some(ValueOp::Param(name)) => Some(AddrRoot::Param(name.clone())),
             Some(ValueOp::SymbolAddr(name)) => Some(AddrRoot::Symbol(name.clone())),
             Some(ValueOp::Imm(_)) => None,
-            None if is_address_arithmetic(&inst.kind, &inst.opcode) => {
+            None if is_address_arithmetic(inst) => {
                 // A base plus an index: exactly one operand may lead to an object. In a
                 // multiply-add only the addend (the last register operand) can be the base.
                 let guard = inst.guard.map(|g| g.reg);
                 let operands: Vec<Reg> =
                     inst.uses.iter().copied().filter(|&r| Some(r) != guard).collect();
-                let candidates = if is_multiply_add(&inst.opcode) {
+                let candidates = if inst.alu == Some(AluOp::MultiplyAdd) {
                     operands.last().map_or(&[][..], std::slice::from_ref)
                 } else {
                     &operands[..]
@@ -86,23 +86,10 @@ impl FunctionAnalysis<'_> {
     }
 }
 
-/// `mad`, SASS `IMAD`: a product plus an addend.
-fn is_multiply_add(opcode: &str) -> bool {
-    let word = opcode.split('.').next().unwrap_or("").to_ascii_lowercase();
-    matches!(word.as_str(), "mad" | "imad")
-}
-
 /// An instruction that can add an index to a base address: PTX `add`, `sub`, `mad`, SASS
 /// `IADD3`, `IMAD`, `LEA`, `VIADD` and their uniform forms.
-fn is_address_arithmetic(kind: &InstKind, opcode: &str) -> bool {
-    if !matches!(kind, InstKind::Move) {
-        return false;
-    }
-    let word = opcode.split('.').next().unwrap_or("").to_ascii_lowercase();
-    matches!(
-        word.as_str(),
-        "add" | "sub" | "mad" | "iadd3" | "uiadd3" | "imad" | "lea" | "ulea" | "viadd" | "iadd"
-    )
+fn is_address_arithmetic(inst: &Inst) -> bool {
+    matches!(inst.kind, InstKind::Move) && matches!(inst.alu, Some(AluOp::Add | AluOp::MultiplyAdd))
 }
 
 /// An address as a sum: the roots of its terms (sorted) plus a constant offset. Two addresses with

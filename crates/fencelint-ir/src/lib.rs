@@ -232,6 +232,11 @@ pub enum ValueOp {
 /// fact, the PTX lowering from the mnemonic and its type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AluOp {
+    /// An addition or subtraction: PTX `add`, `sub`; SASS `IADD3`, `UIADD3`, `VIADD`, and `LEA`,
+    /// `ULEA` (a shifted index plus a base).
+    Add,
+    /// A multiply-add: PTX `mad`, SASS `IMAD` (`IMAD.WIDE`, `IMAD.SHL`, `IMAD.MOV`, ...).
+    MultiplyAdd,
     /// An integer comparison into a predicate: PTX `setp` of an integer type, SASS `ISETP`,
     /// `UISETP`.
     IntCompare,

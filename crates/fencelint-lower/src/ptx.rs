@@ -630,6 +630,8 @@ fn alu_op(instruction: &ast::Instruction<'_>) -> Option<AluOp> {
         "set" if instruction.modifiers().last().is_some_and(|m| is_float(m)) => {
             Some(AluOp::FloatSet)
         }
+        "add" | "sub" => Some(AluOp::Add),
+        "mad" => Some(AluOp::MultiplyAdd),
         "and" | "or" | "xor" | "not" => Some(AluOp::BitLogic),
         "selp" => Some(AluOp::Select),
         _ => None,
@@ -1249,7 +1251,7 @@ mod tests {
                 Some(AluOp::FloatSet),
                 Some(AluOp::BitLogic),
                 Some(AluOp::Select),
-                None,
+                Some(AluOp::Add),
                 None,
             ]
         );

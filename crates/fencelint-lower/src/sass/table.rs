@@ -555,6 +555,8 @@ fn meaning_of(class: Class, facts: &mut Facts<'_>) -> Result<Meaning, String> {
     };
     let alu = match facts.get("alu") {
         None => None,
+        Some("add") => Some(AluOp::Add),
+        Some("multiply_add") => Some(AluOp::MultiplyAdd),
         Some("int_compare") => Some(AluOp::IntCompare),
         Some("float_compare") => Some(AluOp::FloatCompare),
         Some("float_set") => Some(AluOp::FloatSet),

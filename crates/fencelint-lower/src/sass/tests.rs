@@ -395,7 +395,7 @@ fn value_and_alu_facts() {
             Some(AluOp::FloatSet),
             Some(AluOp::BitLogic),
             Some(AluOp::Select),
-            None,
+            Some(AluOp::Add),
             None,
         ]
     );
