@@ -11,7 +11,10 @@
 //! - `lines`: find each line's first non-blank byte (with the parser's own `skip_blanks`) and
 //!   its end, and tell instruction lines (`/*0030*/`) from the others, as the splitter and the
 //!   parser each do;
-//! - `opcodes`: `lines`, and read and hash the opcode of every instruction line.
+//! - `opcodes`: `lines`, and read and hash the opcode of every instruction line;
+//! - `operands`: `opcodes`, and cut the operands at their commas and read the register number
+//!   of every operand that names one (`R12`, `UR4`, `P0`, `[R2.64+0x10]`), the least a reader
+//!   needs for the definitions and uses that the analyses follow.
 //!
 //! fencelint does `lines` twice (splitter, then parser), reads every operand, lowers every
 //! instruction into the IR, builds each function's CFG and runs every rule on it.
@@ -39,8 +42,41 @@ fn pieces(bytes: &[u8], n: usize) -> Vec<&[u8]> {
     out
 }
 
+/// How much of each instruction line a pass reads.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Depth {
+    Lines,
+    Opcodes,
+    Operands,
+}
+
+/// The register numbers named in the operand text `text` (up to the `;`), summed: each
+/// operand is cut at its comma, its blanks and decorations (`-`, `!`, `|`, `[`) are skipped, and
+/// a register name (`R`, `UR`, `P`, `UP` and digits) is read.
+fn operand_registers(text: &[u8]) -> u64 {
+    let end = memchr::memchr(b';', text).unwrap_or(text.len());
+    let mut acc = 0u64;
+    for operand in text[..end].split(|&b| b == b',') {
+        let mut at = skip_blanks(operand, 0);
+        while operand.get(at).is_some_and(|b| matches!(b, b'-' | b'!' | b'|' | b'[' | b'~')) {
+            at += 1;
+        }
+        let rest = &operand[at.min(operand.len())..];
+        let digits = match rest {
+            [b'U', b'R' | b'P', tail @ ..] | [b'R' | b'P', tail @ ..] => tail,
+            _ => continue,
+        };
+        let number = digits
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .fold(0u64, |n, &b| n * 10 + u64::from(b - b'0'));
+        acc = acc.wrapping_add(number + 1);
+    }
+    acc
+}
+
 /// One pass over a piece; returns a value that depends on every line, so none is skipped.
-fn scan(piece: &[u8], opcodes: bool) -> u64 {
+fn scan(piece: &[u8], depth: Depth) -> u64 {
     let mut acc = 0u64;
     let mut at = 0;
     while at < piece.len() {
@@ -48,14 +84,19 @@ fn scan(piece: &[u8], opcodes: bool) -> u64 {
         let end = memchr::memchr(b'\n', &piece[first..]).map_or(piece.len(), |n| first + n);
         let line = &piece[first..end];
         if line.starts_with(b"/*") && line.get(2).is_some_and(u8::is_ascii_hexdigit) {
-            if opcodes {
+            if depth >= Depth::Opcodes {
                 let close = memchr::memchr(b'/', &line[2..]).map_or(line.len(), |n| n + 3);
                 let opcode_start = skip_blanks(line, close);
                 let mut hash = 0xcbf2_9ce4_8422_2325_u64;
-                for &byte in line[opcode_start..].iter().take_while(|&&b| b != b' ' && b != b';') {
-                    hash = (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3);
-                }
+                let opcode_len = line[opcode_start..]
+                    .iter()
+                    .take_while(|&&b| b != b' ' && b != b';')
+                    .inspect(|&&byte| hash = (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3))
+                    .count();
                 acc = acc.wrapping_add(hash);
+                if depth == Depth::Operands {
+                    acc = acc.wrapping_add(operand_registers(&line[opcode_start + opcode_len..]));
+                }
             } else {
                 acc += 1;
             }
@@ -79,10 +120,11 @@ fn main() {
     let runs: usize = args.next().map_or(5, |n| n.parse().expect("a number of runs"));
     let bytes = std::fs::read(&path).expect("a readable file");
     let pieces = pieces(&bytes, 64);
-    let passes: [Pass<'_>; 3] = [
+    let passes: [Pass<'_>; 4] = [
         ("newlines", &|p| memchr::memchr_iter(b'\n', p).count() as u64),
-        ("lines", &|p| scan(p, false)),
-        ("opcodes", &|p| scan(p, true)),
+        ("lines", &|p| scan(p, Depth::Lines)),
+        ("opcodes", &|p| scan(p, Depth::Opcodes)),
+        ("operands", &|p| scan(p, Depth::Operands)),
     ];
     let mut times = vec![Vec::new(); passes.len()];
     for _ in 0..runs.max(1) {

@@ -411,10 +411,10 @@ fn reads_moving_memory(
 /// taken from a counter (`t = atomicAdd(&next, 1)`; cuSOLVER's `*_domino_merge` kernels hand each
 /// row block to the CTA that draws it, and stop once the ticket passes the end). Each iteration
 /// moves the counter itself, so the loop waits for no other thread; `atomicAdd(p, 0)`, the poll
-/// idiom, adds nothing. PTX records an immediate addend (`ValueOp::FetchAdd`); otherwise the
-/// addend is the atomic's last register (SASS `ATOMG.E.ADD.STRONG.GPU PT, R15, [R18], R22`,
-/// PTX `atom.global.add.u32 %r1, [%rd1], %r2`), defined as a nonzero constant (`MOV R22, 0x1`,
-/// `mov.u32 %r2, 1`) or as a count of active lanes; `RZ` is zero.
+/// idiom, adds nothing. The front ends record the addend: an immediate (`ValueOp::FetchAdd`,
+/// PTX), or a register (`ValueOp::FetchAddReg`: SASS `ATOMG.E.ADD.STRONG.GPU PT, R15, [R18],
+/// R22`, PTX `atom.global.add.u32 %r1, [%rd1], %r2`) defined as a nonzero constant (`MOV R22,
+/// 0x1`, `mov.u32 %r2, 1`) or as a count of active lanes; an add of `RZ` has neither.
 fn takes_a_ticket(analysis: &FunctionAnalysis<'_>, load: InstId) -> bool {
     let func = analysis.func;
     let inst = func.inst(load);
@@ -443,11 +443,9 @@ fn counts_active_lanes(analysis: &FunctionAnalysis<'_>, id: InstId) -> bool {
     let func = analysis.func;
     let inst = func.inst(id);
     let Some(ValueOp::PopCount(mask)) = inst.value else { return false };
-    {
-        let reach = analysis.reaching_defs(id, mask);
-        !reach.defs.is_empty()
-            && reach.defs.iter().all(|&def| func.inst(def).value == Some(ValueOp::ActiveLanes))
-    }
+    let reach = analysis.reaching_defs(id, mask);
+    !reach.defs.is_empty()
+        && reach.defs.iter().all(|&def| func.inst(def).value == Some(ValueOp::ActiveLanes))
 }
 
 /// Whether the poll reads its data together with its flag: a vector load (the 8- and 16-byte
