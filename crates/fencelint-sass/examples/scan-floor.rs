@@ -62,9 +62,8 @@ fn operand_registers(text: &[u8]) -> u64 {
             at += 1;
         }
         let rest = &operand[at.min(operand.len())..];
-        let digits = match rest {
-            [b'U', b'R' | b'P', tail @ ..] | [b'R' | b'P', tail @ ..] => tail,
-            _ => continue,
+        let ([b'U', b'R' | b'P', digits @ ..] | [b'R' | b'P', digits @ ..]) = rest else {
+            continue;
         };
         let number = digits
             .iter()
