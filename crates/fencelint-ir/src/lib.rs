@@ -133,7 +133,10 @@ pub struct Control {
 /// that copying it does not allocate.
 pub type Name = std::sync::Arc<str>;
 
-/// A register value computation that address analysis can see through.
+/// What an instruction's result is, where a front end can tell: a computation that address
+/// analysis and the loop-exit walks see through (a copy, an add of a constant, a comparison with
+/// a constant, ...), or a fact about the value that rules read instead of the opcode (a count of
+/// set bits, the ballot of the active lanes, a value that varies between lanes or executions).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ValueOp {
     /// `mov`, `cvta`, `cvt` of an address, SASS `MOV`/`IMAD.MOV`: the value of another register.
@@ -352,7 +355,7 @@ pub struct Inst {
     pub defs: Regs,
     /// Registers read (including address registers and the guard).
     pub uses: Regs,
-    /// For instructions whose result address analysis can follow.
+    /// What the result is, where the front end can tell.
     pub value: Option<ValueOp>,
     /// The family of an arithmetic or logic instruction.
     pub alu: Option<AluOp>,
