@@ -11,10 +11,11 @@
 //! - `lines`: find each line's first non-blank byte (with the parser's own `skip_blanks`) and
 //!   its end, and tell instruction lines (`/*0030*/`) from the others, as the splitter and the
 //!   parser each do;
-//! - `opcodes`: `lines`, and read and hash the opcode of every instruction line;
+//! - `opcodes`: `lines`, and read and hash the opcode of every instruction line (after its
+//!   guard, `@!P0`, when it has one);
 //! - `operands`: `opcodes`, and cut the operands at their commas and read the register number
-//!   of every operand that names one (`R12`, `UR4`, `P0`, `[R2.64+0x10]`), the least a reader
-//!   needs for the definitions and uses that the analyses follow.
+//!   of every operand that names one (`R12`, `UR4`, `P0`, `[R2.64+0x10]`, the guard), the
+//!   least a reader needs for the definitions and uses that the analyses follow.
 //!
 //! fencelint does `lines` twice (splitter, then parser), reads every operand, lowers every
 //! instruction into the IR, builds each function's CFG and runs every rule on it.
@@ -85,7 +86,17 @@ fn scan(piece: &[u8], depth: Depth) -> u64 {
         if line.starts_with(b"/*") && line.get(2).is_some_and(u8::is_ascii_hexdigit) {
             if depth >= Depth::Opcodes {
                 let close = memchr::memchr(b'/', &line[2..]).map_or(line.len(), |n| n + 3);
-                let opcode_start = skip_blanks(line, close);
+                let mut opcode_start = skip_blanks(line, close);
+                // A guard (`@!P0`) comes before the opcode: its register is read too.
+                if line.get(opcode_start) == Some(&b'@') {
+                    let guard_end = memchr::memchr(b' ', &line[opcode_start..])
+                        .map_or(line.len(), |n| opcode_start + n);
+                    if depth == Depth::Operands {
+                        let guard = &line[opcode_start + 1..guard_end];
+                        acc = acc.wrapping_add(operand_registers(guard));
+                    }
+                    opcode_start = skip_blanks(line, guard_end);
+                }
                 let mut hash = 0xcbf2_9ce4_8422_2325_u64;
                 let opcode_len = line[opcode_start..]
                     .iter()
