@@ -199,9 +199,11 @@ pub enum AsyncOp {
     CpAsync,
     /// `cp.async.commit_group`, SASS `LDGDEPBAR`.
     CpAsyncCommit,
-    /// `cp.async.wait_group N` (`wait_all` is `Some(0)` after an implicit commit).
+    /// `cp.async.wait_group N`; `cp.async.wait_all` is `pending: Some(0)` with `all`, since it
+    /// commits the copies not yet committed before it waits.
     CpAsyncWait {
         pending: Option<u32>,
+        all: bool,
     },
     /// `cp.async.bulk` (non-tensor) and `cp.reduce.async.bulk`.
     Bulk {

@@ -1048,8 +1048,8 @@ fn classify_cp(instruction: &ast::Instruction<'_>) -> InstKind {
     }
     let op = match rest.get(1).copied().unwrap_or("") {
         "commit_group" => AsyncOp::CpAsyncCommit,
-        "wait_group" => AsyncOp::CpAsyncWait { pending: pending_count(instruction) },
-        "wait_all" => AsyncOp::CpAsyncWait { pending: Some(0) },
+        "wait_group" => AsyncOp::CpAsyncWait { pending: pending_count(instruction), all: false },
+        "wait_all" => AsyncOp::CpAsyncWait { pending: Some(0), all: true },
         "mbarrier" => return InstKind::Mbarrier(MbarrierOp::CpAsyncArrive),
         "bulk" => match rest.get(2).copied().unwrap_or("") {
             "commit_group" => AsyncOp::BulkCommit,

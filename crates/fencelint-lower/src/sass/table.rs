@@ -750,7 +750,7 @@ fn async_op(facts: &mut Facts<'_>) -> Result<AsyncOp, String> {
     Ok(match op {
         "cp_async" => AsyncOp::CpAsync,
         "cp_async_commit" => AsyncOp::CpAsyncCommit,
-        "cp_async_wait" => AsyncOp::CpAsyncWait { pending: None },
+        "cp_async_wait" => AsyncOp::CpAsyncWait { pending: None, all: false },
         "bulk_wait" => AsyncOp::BulkWait { pending: None, read_only: false },
         "bulk" => AsyncOp::Bulk { dir: need_dir()?, reduce },
         "bulk_tensor" => AsyncOp::BulkTensor { dir: need_dir()?, reduce },

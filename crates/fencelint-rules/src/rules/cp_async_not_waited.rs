@@ -132,11 +132,10 @@ fn unordered_reads(
             InstKind::Async(AsyncOp::CpAsyncCommit) => {
                 Some(Progress { groups: state.groups.saturating_add(1).min(MAX_GROUPS), ..state })
             }
-            InstKind::Async(AsyncOp::CpAsyncWait { pending }) => {
+            InstKind::Async(AsyncOp::CpAsyncWait { pending, all }) => {
                 // `wait_all` commits first; `wait_group N` covers the copy once more than N
                 // groups were committed after it. An unknown N counts as covering.
-                let covers = inst.opcode.contains("wait_all")
-                    || pending.is_none_or(|n| u32::from(state.groups) > n);
+                let covers = *all || pending.is_none_or(|n| u32::from(state.groups) > n);
                 if covers && state.waited.is_none() {
                     Some(Progress { waited: Some(id), ..state })
                 } else {
