@@ -43,6 +43,17 @@ pub enum InstKind {
 }
 
 impl InstKind {
+    /// Whether the instruction signals the mbarrier of every CTA of a mask (PTX
+    /// `.multicast::cluster` on a bulk copy or a `tcgen05.commit`).
+    pub fn multicast(&self) -> bool {
+        matches!(
+            self,
+            Self::Async(
+                AsyncOp::Bulk { multicast: true, .. } | AsyncOp::BulkTensor { multicast: true, .. }
+            ) | Self::Tcgen05(Tcgen05Op::Commit { multicast: true })
+        )
+    }
+
     /// The memory access of a plain load, store, atomic or multimem op.
     pub fn mem(&self) -> Option<&MemAccess> {
         match self {
@@ -209,11 +220,16 @@ pub enum AsyncOp {
     Bulk {
         dir: BulkDir,
         reduce: bool,
+        /// `.multicast::cluster`: the copy lands, and completes the mbarrier, in every CTA of
+        /// its mask.
+        multicast: bool,
     },
     /// `cp.async.bulk.tensor`, `cp.reduce.async.bulk.tensor`, SASS `UTMALDG`/`UTMASTG`.
     BulkTensor {
         dir: BulkDir,
         reduce: bool,
+        /// `.multicast::cluster`, as for [`AsyncOp::Bulk`].
+        multicast: bool,
     },
     /// `cp.async.bulk.prefetch{.tensor}`.
     BulkPrefetch,
@@ -260,8 +276,11 @@ pub enum Tcgen05Op {
     Cp,
     Shift,
     /// `tcgen05.commit ... mbarrier::arrive::one`: arrives on an mbarrier when prior async
-    /// tcgen05 ops complete.
-    Commit,
+    /// tcgen05 ops complete; with `.multicast::cluster`, on the mbarrier of every CTA of its
+    /// mask.
+    Commit {
+        multicast: bool,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -474,7 +474,7 @@ fn add_extra_addresses(inst: &mut Inst, instruction: &ast::Instruction<'_>, rest
             }
         }
         InstKind::Async(AsyncOp::StAsync | AsyncOp::RedAsync)
-        | InstKind::Tcgen05(Tcgen05Op::Commit) => {
+        | InstKind::Tcgen05(Tcgen05Op::Commit { .. }) => {
             if let Some(mbar) = rest.into_iter().next_back() {
                 inst.extra_addresses.push((AddressRole::Mbarrier, mbar));
             }
@@ -1042,6 +1042,7 @@ fn bulk_dir(instruction: &ast::Instruction<'_>) -> BulkDir {
 fn classify_cp(instruction: &ast::Instruction<'_>) -> InstKind {
     let t = &instruction.tokens;
     let reduce = t.get(1) == Some(&"reduce");
+    let multicast = is_multicast(instruction);
     let rest: Vec<&str> = t.iter().skip(if reduce { 2 } else { 1 }).copied().collect();
     if rest.first() != Some(&"async") {
         return InstKind::Other;
@@ -1058,8 +1059,8 @@ fn classify_cp(instruction: &ast::Instruction<'_>) -> InstKind {
                 read_only: instruction.has_modifier("read"),
             },
             "prefetch" => AsyncOp::BulkPrefetch,
-            "tensor" => AsyncOp::BulkTensor { dir: bulk_dir(instruction), reduce },
-            _ => AsyncOp::Bulk { dir: bulk_dir(instruction), reduce },
+            "tensor" => AsyncOp::BulkTensor { dir: bulk_dir(instruction), reduce, multicast },
+            _ => AsyncOp::Bulk { dir: bulk_dir(instruction), reduce, multicast },
         },
         _ => AsyncOp::CpAsync,
     };
@@ -1068,6 +1069,11 @@ fn classify_cp(instruction: &ast::Instruction<'_>) -> InstKind {
 
 fn pending_count(instruction: &ast::Instruction<'_>) -> Option<u32> {
     instruction.operands.first()?.as_integer().and_then(|n| u32::try_from(n).ok())
+}
+
+/// `.multicast::cluster` (a bulk copy or a `tcgen05.commit` that signals every CTA of a mask).
+fn is_multicast(instruction: &ast::Instruction<'_>) -> bool {
+    instruction.modifiers().iter().any(|m| m.starts_with("multicast"))
 }
 
 fn classify_tcgen05(instruction: &ast::Instruction<'_>) -> InstKind {
@@ -1083,7 +1089,7 @@ fn classify_tcgen05(instruction: &ast::Instruction<'_>) -> InstKind {
         "mma" => Tcgen05Op::Mma,
         "cp" => Tcgen05Op::Cp,
         "shift" => Tcgen05Op::Shift,
-        "commit" => Tcgen05Op::Commit,
+        "commit" => Tcgen05Op::Commit { multicast: is_multicast(instruction) },
         "fence::before_thread_sync" => {
             return InstKind::Fence(Fence {
                 kind: FenceKind::Tcgen05Before,

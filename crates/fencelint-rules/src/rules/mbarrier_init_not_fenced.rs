@@ -64,7 +64,7 @@ struct Uses {
 fn mbarrier_operand(inst: &Inst) -> Option<&Address> {
     match inst.kind {
         InstKind::Mbarrier(_) => inst.address.as_ref(),
-        InstKind::Tcgen05(Tcgen05Op::Commit) => {
+        InstKind::Tcgen05(Tcgen05Op::Commit { .. }) => {
             inst.extra_address(AddressRole::Mbarrier).or(inst.address.as_ref())
         }
         _ => inst.extra_address(AddressRole::Mbarrier),
@@ -91,13 +91,13 @@ impl Uses {
             if !key.same_object(barrier) {
                 continue;
             }
-            let multicast = inst.opcode.contains(".multicast");
+            let multicast = inst.kind.multicast();
             match inst.kind {
                 InstKind::Mbarrier(MbarrierOp::Init) => {}
                 InstKind::Async(AsyncOp::StAsync | AsyncOp::RedAsync) => uses.peer.push(id),
                 _ if key.mapped || multicast => uses.peer.push(id),
                 InstKind::Async(AsyncOp::Bulk { .. } | AsyncOp::BulkTensor { .. })
-                | InstKind::Tcgen05(Tcgen05Op::Commit) => {
+                | InstKind::Tcgen05(Tcgen05Op::Commit { .. }) => {
                     uses.asynchronous.push(id);
                     uses.local.push(id);
                 }

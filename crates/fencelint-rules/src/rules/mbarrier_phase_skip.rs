@@ -71,7 +71,7 @@ struct BarrierOps {
 fn mbarrier_operand(inst: &Inst) -> Option<&fencelint_ir::Address> {
     match inst.kind {
         InstKind::Mbarrier(_) => inst.address.as_ref(),
-        InstKind::Tcgen05(Tcgen05Op::Commit) => {
+        InstKind::Tcgen05(Tcgen05Op::Commit { .. }) => {
             inst.extra_address(AddressRole::Mbarrier).or(inst.address.as_ref())
         }
         _ => None,
@@ -88,7 +88,7 @@ impl BarrierOps {
             let inst = func.inst(id);
             let is_arrive = match inst.kind {
                 InstKind::Mbarrier(MbarrierOp::Arrive { .. }) => true,
-                InstKind::Tcgen05(Tcgen05Op::Commit) => !inst.opcode.contains(".multicast"),
+                InstKind::Tcgen05(Tcgen05Op::Commit { multicast }) => !multicast,
                 InstKind::Mbarrier(MbarrierOp::Wait { .. }) => false,
                 _ => continue,
             };

@@ -67,15 +67,11 @@ struct RemoteRelease {
 fn mbarrier_operand(inst: &Inst) -> Option<&fencelint_ir::Address> {
     match inst.kind {
         InstKind::Mbarrier(_) => inst.address.as_ref(),
-        InstKind::Tcgen05(Tcgen05Op::Commit) => {
+        InstKind::Tcgen05(Tcgen05Op::Commit { .. }) => {
             inst.extra_address(AddressRole::Mbarrier).or(inst.address.as_ref())
         }
         _ => inst.extra_address(AddressRole::Mbarrier),
     }
-}
-
-fn is_multicast(inst: &Inst) -> bool {
-    inst.opcode.contains(".multicast::cluster")
 }
 
 fn remote_release(analysis: &FunctionAnalysis<'_>, id: InstId) -> Option<RemoteRelease> {
@@ -86,12 +82,10 @@ fn remote_release(analysis: &FunctionAnalysis<'_>, id: InstId) -> Option<RemoteR
         InstKind::Async(AsyncOp::Bulk { dir: BulkDir::SharedToShared, .. }) => {
             "a peer CTA's bulk copy completes the barrier here"
         }
-        InstKind::Async(AsyncOp::Bulk { .. } | AsyncOp::BulkTensor { .. })
-            if is_multicast(inst) =>
-        {
-            "a multicast copy completes this barrier in every CTA of its mask here"
-        }
-        InstKind::Tcgen05(Tcgen05Op::Commit) if is_multicast(inst) => {
+        InstKind::Async(
+            AsyncOp::Bulk { multicast: true, .. } | AsyncOp::BulkTensor { multicast: true, .. },
+        ) => "a multicast copy completes this barrier in every CTA of its mask here",
+        InstKind::Tcgen05(Tcgen05Op::Commit { multicast: true }) => {
             "a multicast commit arrives on this barrier in every CTA of its mask here"
         }
         InstKind::Mbarrier(MbarrierOp::Arrive { remote, scope, .. }) => {
