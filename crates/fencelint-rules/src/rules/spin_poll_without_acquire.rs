@@ -1461,7 +1461,8 @@ const EMULATION_DEPTH: usize = 8;
 /// is the CTA's shared memory (the loop on `LDS`), from `sm_90` on `QSPC.E.D` whether it is a
 /// cluster peer's (the loop on `LD.E`), and the rest is a read-modify-write of thread-local
 /// memory: `LD.E` and `ST.E` of `A`, in a block entered only by the taken branch of `@!P BRA`
-/// on the `QSPC.E.S` of `A` (or dominated by one). Either read is part of the atomic the
+/// on the `QSPC.E.S` of `A`, or reached from that branch through blocks with one predecessor
+/// each (at most [`EMULATION_DEPTH`]). Either read is part of the atomic the
 /// program asked for (the PTX shows one `atom`), not a read of data another thread published.
 fn emulated_atomic_read(analysis: &FunctionAnalysis<'_>, id: InstId) -> bool {
     let func = analysis.func;
