@@ -159,7 +159,7 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
             if decider != Decider::Poll
                 || (strong_decides && mem.sem == Sem::Weak)
                 || !lp.address_is_invariant(analysis, load)
-                || read_in_step_with_the_cta(analysis, lp, load, mem)
+                || read_in_step(analysis, lp, load, mem)
                 || (mem.sem == Sem::Weak && !tested_alone(analysis, lp, load, branch))
                 || lp.feeds_itself(analysis, load)
                 || takes_a_ticket(analysis, load)
@@ -274,12 +274,13 @@ fn polled_source(
 /// memory and hands the value to the CTA through shared memory and a barrier (cuSOLVER's
 /// `getf4_domino_reg`: `ld.volatile.global`, `st.shared`, `bar.sync`, `ld.shared`) is still a
 /// poll: the shared read stands for the global one.
-fn read_in_step_with_the_cta(
-    analysis: &FunctionAnalysis<'_>,
-    lp: &Loop,
-    load: InstId,
-    mem: &MemAccess,
-) -> bool {
+///
+/// Behind a warp barrier (`bar.warp.sync`), which orders only the warp's lanes, the read is in
+/// step only when it reads back what the loop itself stored there earlier in the same
+/// iteration ([`reads_back_its_own_store`]): one lane stores the warp's sum, the warp meets,
+/// every lane reads it (cuSOLVER's `batch_parallel_jacobi_algo3`). A flag that another warp
+/// raises is still awaited.
+fn read_in_step(analysis: &FunctionAnalysis<'_>, lp: &Loop, load: InstId, mem: &MemAccess) -> bool {
     if mem.sem != Sem::Weak || mem.space != Space::SharedCta {
         return false;
     }
@@ -292,18 +293,49 @@ fn read_in_step_with_the_cta(
     if reads_other_ctas {
         return false;
     }
-    let cta_barrier = |id: InstId| {
-        matches!(
-            analysis.func.inst(id).kind,
-            InstKind::Barrier(Barrier::CtaSync | Barrier::CtaReduce)
+    let behind = |barrier: fn(&InstKind) -> bool| {
+        !analysis.reaches_avoiding_memory(
+            Point::BlockStart(lp.header),
+            load,
+            |block| lp.contains(block),
+            |id| barrier(&func.inst(id).kind),
         )
     };
-    !analysis.reaches_avoiding_memory(
-        Point::BlockStart(lp.header),
-        load,
-        |block| lp.contains(block),
-        cta_barrier,
-    )
+    behind(is_cta_barrier)
+        || (behind(is_warp_or_cta_barrier) && reads_back_its_own_store(analysis, lp, load))
+}
+
+fn is_cta_barrier(kind: &InstKind) -> bool {
+    matches!(kind, InstKind::Barrier(Barrier::CtaSync | Barrier::CtaReduce))
+}
+
+fn is_warp_or_cta_barrier(kind: &InstKind) -> bool {
+    is_cta_barrier(kind) || matches!(kind, InstKind::Barrier(Barrier::WarpSync))
+}
+
+/// Whether the loop stores to the shared-memory location that `load` reads, earlier in the same
+/// iteration, with a warp or CTA barrier between the store and the read on every path: the read
+/// returns what the loop's own lanes wrote in this iteration. A store that reaches the read only
+/// round the back edge (a flag reset after it was seen) does not count.
+fn reads_back_its_own_store(analysis: &FunctionAnalysis<'_>, lp: &Loop, load: InstId) -> bool {
+    let func = analysis.func;
+    let Some(address) = func.inst(load).address.as_ref() else { return false };
+    let key = analysis.address_key(load, address);
+    if matches!(key.root, AddrRoot::Unknown(_)) {
+        return false;
+    }
+    // One iteration: the loop's blocks without its header, entered again only by a back edge.
+    let body = |block| lp.contains(block) && block != lp.header;
+    lp.memory_insts(analysis).any(|store| {
+        let InstKind::Store(stored) = &func.inst(store).kind else { return false };
+        stored.space == Space::SharedCta
+            && analysis.cfg.block_of(store) != lp.header
+            && analysis.inst_address_is(store, &key)
+            && analysis.reaches_avoiding_memory(Point::After(store), load, body, |_| false)
+            && !analysis.reaches_avoiding_memory(Point::After(store), load, body, |id| {
+                is_warp_or_cta_barrier(&func.inst(id).kind)
+            })
+    })
 }
 
 /// Whether the exit that `branch` decides tests the value `load` read against values that are
