@@ -57,7 +57,7 @@ impl FunctionAnalysis<'_> {
             Some(ValueOp::Param(name)) => Some(AddrRoot::Param(name.clone())),
             Some(ValueOp::SymbolAddr(name)) => Some(AddrRoot::Symbol(name.clone())),
             Some(ValueOp::Imm(_)) => None,
-            None if is_address_arithmetic(inst) => {
+            Some(ValueOp::Sum(..)) | None if is_address_arithmetic(inst) => {
                 // A base plus an index: exactly one operand may lead to an object. In a
                 // multiply-add only the addend (the last register operand) can be the base.
                 let guard = inst.guard.map(|g| g.reg);
@@ -138,11 +138,8 @@ impl FunctionAnalysis<'_> {
                             sum.terms.push(AddrRoot::Symbol(name.clone()));
                         }
                         Some(ValueOp::Mapa(_)) => return None,
-                        None if matches!(inst.kind, InstKind::Move)
-                            && inst.guard.is_none()
-                            && inst.opcode.split('.').next() == Some("add") =>
-                        {
-                            work.extend(inst.uses.iter().map(|&r| (*def, r)));
+                        Some(ValueOp::Sum(a, b)) if inst.guard.is_none() => {
+                            work.extend([(*def, *a), (*def, *b)]);
                         }
                         // Any other value is a term of its own.
                         Some(_) | None => sum.terms.push(AddrRoot::Def(*def)),

@@ -5,7 +5,7 @@
 //! back). Two uses get the same number when their values come from instructions with the same
 //! [`fencelint_ir::Inst::pure_key`] applied to operands with the same numbers.
 
-use fencelint_ir::{InstId, Reg, ValueOp};
+use fencelint_ir::{AluOp, InstId, Reg, ValueOp};
 
 use crate::FunctionAnalysis;
 
@@ -60,7 +60,7 @@ impl FunctionAnalysis<'_> {
                     return ValueNumber::Def(def);
                 }
                 if let Some(ValueOp::Copy(src)) = inst.value
-                    && inst.opcode.starts_with("mov")
+                    && inst.alu == Some(AluOp::Move)
                 {
                     return self.value_number_at_depth(def, src, depth + 1);
                 }

@@ -206,6 +206,9 @@ pub enum ValueOp {
         negated: bool,
         or: bool,
     },
+    /// The sum of two registers: PTX `add.s64 %rd3, %rd1, %rd2`. SASS additions carry none
+    /// (`IADD3` may negate its operands, `LEA` shifts one).
+    Sum(Reg, Reg),
     /// The number of set bits of a register: SASS `POPC R7, UR6`.
     PopCount(Reg),
     /// A ballot of the always-true predicate: the mask of the warp's lanes that execute it,
@@ -232,7 +235,7 @@ pub enum ValueOp {
 
 /// The family of an arithmetic or logic instruction, for rules that tell tests and bit
 /// manipulation from other work. Filled by both front ends: the SASS semantics table's `alu=`
-/// fact, the PTX lowering from the mnemonic and its type.
+/// fact, the PTX lowering from the mnemonic and its type (and its state space, for `cvta`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AluOp {
     /// An addition or subtraction: PTX `add`, `sub`; SASS `IADD3`, `UIADD3`, `VIADD`, and `LEA`,
@@ -253,6 +256,13 @@ pub enum AluOp {
     BitLogic,
     /// A value chosen by a predicate: PTX `selp`, SASS `SEL`.
     Select,
+    /// A copy of a register or a constant: PTX `mov`. Unlike `cvt` and `cvta`, which the
+    /// lowering also records as [`ValueOp::Copy`], it leaves the bits as they are. PTX only.
+    Move,
+    /// An address in a state space's window made generic: PTX `cvta.shared`, `cvta.global`
+    /// (the space it came from). `cvta.to.<space>` goes the other way and carries none. PTX
+    /// only: SASS adds the window's base with ordinary arithmetic.
+    ToGeneric(Space),
 }
 
 impl AluOp {

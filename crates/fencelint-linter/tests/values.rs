@@ -77,6 +77,10 @@ fn recomputed_values_share_a_number() {
             "shl.b32 %r3, %r1, 4;\nadd.s32 %r10, %r2, %r3;\nxor.b32 %r5, %r1, 1;\nshl.b32 %r6, %r5, 4;\nadd.s32 %r20, %r2, %r6;",
             false,
         ),
+        // A copy holds the value it copies (`mov`, `AluOp::Move`).
+        ("shl.b32 %r10, %r1, 4;\nmov.b32 %r20, %r10;", true),
+        // A conversion is a computation of its own: `cvt` cuts or extends the value.
+        ("shl.b32 %r10, %r1, 4;\ncvt.u32.u16 %r20, %r10;", false),
         // A loaded value is not recomputed: two loads of the same address may differ.
         ("ld.shared.u32 %r10, [%r2];\nld.shared.u32 %r20, [%r2];", false),
         // The clock changes on its own.

@@ -610,6 +610,7 @@ fn value_op(
                 (Some(reg), Some(imm)) => Some(ValueOp::AddImm(reg, sign * imm)),
                 _ if sign == 1 => match (src.as_integer(), reg_of(func, other)) {
                     (Some(imm), Some(reg)) => Some(ValueOp::AddImm(reg, imm)),
+                    (None, Some(b)) => reg_of(func, src).map(|a| ValueOp::Sum(a, b)),
                     _ => None,
                 },
                 _ => None,
@@ -634,6 +635,8 @@ fn alu_op(instruction: &ast::Instruction<'_>) -> Option<AluOp> {
         "mad" => Some(AluOp::MultiplyAdd),
         "and" | "or" | "xor" | "not" => Some(AluOp::BitLogic),
         "selp" => Some(AluOp::Select),
+        "mov" => Some(AluOp::Move),
+        "cvta" if !instruction.has_modifier("to") => Some(AluOp::ToGeneric(space_of(instruction))),
         _ => None,
     }
 }
@@ -1225,10 +1228,10 @@ mod tests {
     /// logic, which rules read instead of the opcode text.
     #[test]
     fn fetch_adds_varying_values_and_alu_families() {
-        use fencelint_ir::{AluOp, ValueOp};
+        use fencelint_ir::{AluOp, Space, ValueOp};
         let text = ".version 8.5\n.target sm_90\n.address_size 64\n\
                     .visible .entry k(.param .u64 p)\n{\n.reg .pred %p<4>;\n.reg .f32 %f<2>;\n\
-                    .reg .b32 %r<9>;\n.reg .b64 %rd<2>;\n\
+                    .reg .b32 %r<9>;\n.reg .b64 %rd<3>;\n\
                     ld.param.u64 %rd1, [p];\n\
                     atom.global.add.u32 %r1, [%rd1], %r2;\n\
                     atom.global.add.u32 %r3, [%rd1], 1;\n\
@@ -1239,6 +1242,13 @@ mod tests {
                     or.b32 %r6, %r5, %r4;\n\
                     selp.u32 %r7, 1, 0, %p1;\n\
                     add.s32 %r8, %r7, 1;\n\
+                    add.s32 %r1, %r7, %r8;\n\
+                    sub.s32 %r1, %r7, %r8;\n\
+                    mov.u32 %r2, %r7;\n\
+                    cvta.shared.u64 %rd2, %rd1;\n\
+                    cvta.global.u64 %rd2, %rd1;\n\
+                    cvta.to.shared.u64 %rd2, %rd1;\n\
+                    cvt.u32.u64 %r2, %rd1;\n\
                     ret;\n}\n";
         let lowered = super::lower_text(FileId(0), text, 0);
         assert!(lowered.diagnostics.is_empty(), "{:?}", lowered.diagnostics);
@@ -1258,9 +1268,22 @@ mod tests {
                 Some(AluOp::BitLogic),
                 Some(AluOp::Select),
                 Some(AluOp::Add),
+                Some(AluOp::Add),
+                Some(AluOp::Add),
+                Some(AluOp::Move),
+                Some(AluOp::ToGeneric(Space::SharedCta)),
+                Some(AluOp::ToGeneric(Space::Global)),
+                None,
+                None,
                 None,
             ]
         );
+        // Only an `add` of two registers is their sum.
+        let reg = |name: &str| {
+            fencelint_ir::Reg(func.regs.iter().position(|r| r == name).unwrap() as u32)
+        };
+        assert_eq!(insts[9].value, Some(ValueOp::Sum(reg("%r7"), reg("%r8"))));
+        assert_eq!(insts[10].value, None);
     }
 
     /// A `mov` that splits a register into parts copies it (the sentinel check of

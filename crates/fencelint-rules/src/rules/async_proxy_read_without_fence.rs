@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use fencelint_cfg::{AddrRoot, FunctionAnalysis};
 use fencelint_ir::{
-    AddrBase, AddressRole, AsyncOp, Barrier, BulkDir, Dialect, Fence, FenceKind, Inst, InstId,
-    InstKind, MbarrierOp, Reg, Space, Tcgen05Op, ValueOp, WgmmaOp,
+    AddrBase, AddressRole, AluOp, AsyncOp, Barrier, BulkDir, Dialect, Fence, FenceKind, Inst,
+    InstId, InstKind, MbarrierOp, Reg, Space, Tcgen05Op, ValueOp, WgmmaOp,
 };
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
@@ -182,8 +182,7 @@ fn generic_from_shared(analysis: &FunctionAnalysis<'_>, at: InstId, base: &AddrB
         let reach = analysis.reaching_defs(at, reg);
         let [def] = reach.defs.as_slice() else { return false };
         let inst = analysis.func.inst(*def);
-        let opcode = inst.opcode.as_str();
-        if opcode.starts_with("cvta.shared") || opcode.starts_with("cvta.u64.shared") {
+        if matches!(inst.alu, Some(AluOp::ToGeneric(space)) if space.is_shared()) {
             return true;
         }
         match inst.value {

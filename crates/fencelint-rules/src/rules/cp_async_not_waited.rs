@@ -232,9 +232,7 @@ fn thread_terms(
             Some(ValueOp::Copy(src) | ValueOp::AddImm(src, _)) => work.push((*def, *src)),
             Some(ValueOp::Param(_) | ValueOp::SymbolAddr(_) | ValueOp::Imm(_)) => {}
             Some(ValueOp::Mapa(_)) => return None,
-            None if matches!(inst.kind, InstKind::Move) && inst.opcode.starts_with("add.") => {
-                work.extend(inst.uses.iter().map(|&r| (*def, r)));
-            }
+            Some(ValueOp::Sum(a, b)) => work.extend([(*def, *a), (*def, *b)]),
             // No value op, or a predicate.
             _ => {
                 if depends_on_thread_index(analysis, *def)? {
