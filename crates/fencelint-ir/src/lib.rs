@@ -162,6 +162,8 @@ pub enum ValueOp {
     /// SASS `ISETP.NE.AND P0, PT, R2, RZ, PT`. Lets a walk tell which way a branch goes on an
     /// edge where the register is a known constant.
     Compare(IntCompare, Reg, i64),
+    /// A predicate that compares two registers: PTX `setp.eq.s32 %p1, %r1, %r2`. PTX only.
+    CompareRegs(IntCompare, Reg, Reg),
     /// Predicate logic: PTX `and.pred`, `or.pred`, `not.pred`. Lets a walk that knows a
     /// combined predicate's outcome tell the outcome of its parts.
     PredAnd(Reg, Reg),
@@ -263,6 +265,8 @@ pub enum AluOp {
     /// (the space it came from). `cvta.to.<space>` goes the other way and carries none. PTX
     /// only: SASS adds the window's base with ordinary arithmetic.
     ToGeneric(Space),
+    /// A logical or arithmetic shift right: PTX `shr`. PTX only.
+    ShiftRight,
 }
 
 impl AluOp {

@@ -595,8 +595,12 @@ fn value_op(
             }
             let mut compare = int_compare(relation, ty)?;
             let other = ops.get(2)?;
-            if let (Some(reg), Some(imm)) = (reg_of(func, src), other.as_integer()) {
-                return Some(ValueOp::Compare(compare, reg, imm));
+            match (reg_of(func, src), other.as_integer()) {
+                (Some(reg), Some(imm)) => return Some(ValueOp::Compare(compare, reg, imm)),
+                (Some(a), None) => {
+                    return reg_of(func, other).map(|b| ValueOp::CompareRegs(compare, a, b));
+                }
+                (None, _) => {}
             }
             // The constant first: `setp.gt.s32 %p, 5, %r` is `%r < 5`.
             let (imm, reg) = (src.as_integer()?, reg_of(func, other)?);
@@ -636,6 +640,7 @@ fn alu_op(instruction: &ast::Instruction<'_>) -> Option<AluOp> {
         "and" | "or" | "xor" | "not" => Some(AluOp::BitLogic),
         "selp" => Some(AluOp::Select),
         "mov" => Some(AluOp::Move),
+        "shr" => Some(AluOp::ShiftRight),
         "cvta" if !instruction.has_modifier("to") => Some(AluOp::ToGeneric(space_of(instruction))),
         _ => None,
     }
@@ -1228,7 +1233,7 @@ mod tests {
     /// logic, which rules read instead of the opcode text.
     #[test]
     fn fetch_adds_varying_values_and_alu_families() {
-        use fencelint_ir::{AluOp, Space, ValueOp};
+        use fencelint_ir::{AluOp, IntCompare, Relation, Space, ValueOp};
         let text = ".version 8.5\n.target sm_90\n.address_size 64\n\
                     .visible .entry k(.param .u64 p)\n{\n.reg .pred %p<4>;\n.reg .f32 %f<2>;\n\
                     .reg .b32 %r<9>;\n.reg .b64 %rd<3>;\n\
@@ -1249,6 +1254,8 @@ mod tests {
                     cvta.global.u64 %rd2, %rd1;\n\
                     cvta.to.shared.u64 %rd2, %rd1;\n\
                     cvt.u32.u64 %r2, %rd1;\n\
+                    shr.u32 %r2, %r7, 5;\n\
+                    setp.eq.s32 %p3, %r7, %r8;\n\
                     ret;\n}\n";
         let lowered = super::lower_text(FileId(0), text, 0);
         assert!(lowered.diagnostics.is_empty(), "{:?}", lowered.diagnostics);
@@ -1275,6 +1282,8 @@ mod tests {
                 Some(AluOp::ToGeneric(Space::Global)),
                 None,
                 None,
+                Some(AluOp::ShiftRight),
+                Some(AluOp::IntCompare),
                 None,
             ]
         );
@@ -1284,6 +1293,9 @@ mod tests {
         };
         assert_eq!(insts[9].value, Some(ValueOp::Sum(reg("%r7"), reg("%r8"))));
         assert_eq!(insts[10].value, None);
+        // A comparison of two registers.
+        let eq = IntCompare { relation: Relation::Eq, signed: true, bits: 32 };
+        assert_eq!(insts[17].value, Some(ValueOp::CompareRegs(eq, reg("%r7"), reg("%r8"))));
     }
 
     /// A `mov` that splits a register into parts copies it (the sentinel check of

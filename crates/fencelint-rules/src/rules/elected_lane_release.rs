@@ -4,7 +4,9 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use fencelint_cfg::{AddrRoot, BlockId, FunctionAnalysis, Point};
-use fencelint_ir::{Barrier, FenceKind, InstId, InstKind, MbarrierOp, Reg, Scope, Space};
+use fencelint_ir::{
+    AluOp, Barrier, FenceKind, InstId, InstKind, MbarrierOp, Reg, Relation, Scope, Space, ValueOp,
+};
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
 
@@ -161,23 +163,21 @@ fn single_lane_source(analysis: &FunctionAnalysis<'_>, at: InstId, reg: Reg) -> 
             let inst = func.inst(def);
             match inst.kind {
                 InstKind::Elect => return Some(def),
-                InstKind::Compare => {
-                    let equality = inst.opcode.contains(".eq.") || inst.opcode.contains(".ne.");
-                    let operands: Vec<Reg> =
-                        inst.uses.iter().copied().filter(|r| !inst.defs.contains(r)).collect();
-                    if equality && operands.len() == 1 {
-                        queue.push_back((def, operands[0], Some(def), divided));
-                    } else if equality {
-                        // A comparison of two registers: only an elect result can make it
-                        // single-lane.
-                        for r in operands {
-                            queue.push_back((def, r, None, divided));
-                        }
+                InstKind::Compare => match inst.value {
+                    Some(ValueOp::Compare(c, src, _)) if is_equality(c.relation) => {
+                        queue.push_back((def, src, Some(def), divided));
                     }
-                }
+                    // A comparison of two registers: only an elect result can make it
+                    // single-lane.
+                    Some(ValueOp::CompareRegs(c, a, b)) if is_equality(c.relation) => {
+                        queue.push_back((def, a, None, divided));
+                        queue.push_back((def, b, None, divided));
+                    }
+                    _ => {}
+                },
                 InstKind::Move => {
-                    let op = inst.opcode.split('.').next().unwrap_or("");
-                    let divides = matches!(op, "shr" | "div" | "bfe");
+                    // A thread index shifted right is a warp index (`%tid.x >> 5`).
+                    let divides = inst.alu == Some(AluOp::ShiftRight);
                     for &r in &inst.uses {
                         queue.push_back((def, r, compare, divided || divides));
                     }
@@ -187,6 +187,10 @@ fn single_lane_source(analysis: &FunctionAnalysis<'_>, at: InstId, reg: Reg) -> 
         }
     }
     None
+}
+
+fn is_equality(relation: Relation) -> bool {
+    matches!(relation, Relation::Eq | Relation::Ne)
 }
 
 /// `elect.sync _|p, mask` whose predicate the front end did not record as a definition: an
