@@ -158,6 +158,9 @@ pub enum ValueOp {
     /// A bitwise `and` of two registers: PTX `and.b32 %r3, %r1, %r2`, SASS `LOP3.LUT R3, R1,
     /// R2, RZ, 0xc0, !PT`.
     And(Reg, Reg),
+    /// A shift right by a constant: PTX `shr.u32 %r2, %r1, 8`, SASS `SHF.R.U32.HI R2, RZ, 0x8,
+    /// R1` (`.S32` shifts the sign in). Lets a rule see the high field of a word taken out.
+    ShrImm(Reg, i64),
     /// A predicate that compares a register with a constant: PTX `setp.ne.s32 %p1, %r2, 0`,
     /// SASS `ISETP.NE.AND P0, PT, R2, RZ, PT`. Lets a walk tell which way a branch goes on an
     /// edge where the register is a known constant.
@@ -218,8 +221,15 @@ pub enum ValueOp {
     /// `atomicAdd(p, 1)` into one add by one lane.
     ActiveLanes,
     /// A byte permute, SASS `PRMT R0, RZ, 0x7610, R0`: the result is bytes of the register
-    /// operands (`uses`) and of constants, chosen by a selector.
-    BytePermute,
+    /// operands (`uses`) and of constants, chosen by a selector. When the selector is a
+    /// constant and every byte it picks comes from one register (the other source `RZ` or the
+    /// same register), `src` is that register and `bytes` the bits of the bytes read (bit `i`
+    /// for byte `i`; a sign copy reads its byte): `PRMT R4, R0, 0x9910, RZ` reads bytes 0 and 1
+    /// of `R0` (the low half, sign-extended), `PRMT R7, R0, 0xbb32, RZ` bytes 2 and 3.
+    BytePermute {
+        src: Option<Reg>,
+        bytes: u8,
+    },
     /// A value that the instruction's register operands do not determine: it differs between
     /// lanes or from one execution to the next. Special registers (SASS `S2R`, `S2UR`, `CS2R` of
     /// a clock), and what comes from other lanes (`shfl`, `match`, `redux`; SASS `SHFL`,

@@ -542,6 +542,10 @@ fn value_op(
             }
         }
         "mapa" => reg_of(func, src).map(ValueOp::Mapa),
+        "shr" => {
+            let amount = ops.get(2)?.as_integer()?;
+            reg_of(func, src).map(|reg| ValueOp::ShrImm(reg, amount))
+        }
         // Values from other lanes.
         "shfl" | "match" | "redux" => Some(ValueOp::Varying),
         // A fetch-and-add of a constant, `atom.global.add.u32 %r1, [%rd1], 1`, or of a
@@ -1293,6 +1297,7 @@ mod tests {
         };
         assert_eq!(insts[9].value, Some(ValueOp::Sum(reg("%r7"), reg("%r8"))));
         assert_eq!(insts[10].value, None);
+        assert_eq!(insts[16].value, Some(ValueOp::ShrImm(reg("%r7"), 5)));
         // A comparison of two registers.
         let eq = IntCompare { relation: Relation::Eq, signed: true, bits: 32 };
         assert_eq!(insts[17].value, Some(ValueOp::CompareRegs(eq, reg("%r7"), reg("%r8"))));

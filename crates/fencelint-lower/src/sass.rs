@@ -908,7 +908,17 @@ fn value_op(
             }
             Some(ValueOp::PopCount(func.reg(src.reg()?.reg)?))
         }
-        ValueRule::Permute => Some(ValueOp::BytePermute),
+        ValueRule::Permute => Some(permute_value(func, opcode, operands)),
+        // `SHF.R.U32.HI Rd, RZ, 0x8, Rs`: the high word of `Rs:0` shifted right, `Rs >> 8`.
+        ValueRule::Shr => {
+            let [_, low, amount, src] = operands else { return None };
+            let zero = low.reg().is_some_and(|r| r.reg.is_zero());
+            let amount = amount.imm().filter(|&k| (1..32).contains(&k))?;
+            if !zero || !is_general(src) || !is_plain(src) {
+                return None;
+            }
+            Some(ValueOp::ShrImm(func.reg(src.reg()?.reg)?, amount))
+        }
         // `CS2R R24, SRZ` is ptxas's way of zeroing a register pair.
         ValueRule::Varying => match operands.get(1).map(|o| o.kind) {
             Some(OperandKind::Special("SRZ")) => None,
@@ -967,6 +977,38 @@ fn value_op(
             let sources = operands.get(1..)?;
             if sources.len() == 2 { sum_value(func, sources) } else { None }
         }
+    }
+}
+
+/// `PRMT Rd, Ra, sel, Rb` (`UPRMT`): which bytes of which one register a constant selector
+/// picks. Each nibble of `sel` names a byte of `Ra` (0 to 3) or `Rb` (4 to 7); with its top bit
+/// set, that byte's sign is copied. The mode forms (`PRMT.F4E`, ...) read the selector
+/// differently and name none.
+fn permute_value(func: &mut Lowering, opcode: &str, operands: &[Operand<'_>]) -> ValueOp {
+    let unknown = ValueOp::BytePermute { src: None, bytes: 0 };
+    let [_, a, selector, b] = operands else { return unknown };
+    if !matches!(opcode, "PRMT" | "UPRMT") || ![a, b].iter().all(|o| is_plain(o)) {
+        return unknown;
+    }
+    let Some(selector) = selector.imm() else { return unknown };
+    let source = |o: &Operand<'_>| if is_general(o) { o.reg().map(|r| r.reg) } else { None };
+    let zero = |o: &Operand<'_>| o.reg().is_some_and(|r| r.reg.is_zero());
+    let (mut src, mut bytes) = (None, 0u8);
+    for nibble in (0..4).map(|i| (selector >> (4 * i)) & 0x7) {
+        let (operand, byte) = if nibble < 4 { (a, nibble) } else { (b, nibble - 4) };
+        if zero(operand) {
+            continue;
+        }
+        let Some(reg) = source(operand) else { return unknown };
+        if src.is_some_and(|s| s != reg) {
+            return unknown;
+        }
+        src = Some(reg);
+        bytes |= 1 << byte;
+    }
+    match src.and_then(|reg| func.reg(reg)) {
+        Some(reg) => ValueOp::BytePermute { src: Some(reg), bytes },
+        None => unknown,
     }
 }
 

@@ -135,6 +135,8 @@ pub enum ValueRule {
     Popc,
     /// `PRMT R0, RZ, 0x7610, R0`: a byte permute.
     Permute,
+    /// `SHF.R.U32.HI Rd, RZ, 0x8, Rs`: `Rs` shifted right by a constant.
+    Shr,
     /// `S2R`, `SHFL`, ...: a value the register operands do not determine. `CS2R Rd, SRZ`
     /// (zero) is not one; `CS2R Rd, SR_CLOCKLO` is.
     Varying,
@@ -548,6 +550,7 @@ fn meaning_of(class: Class, facts: &mut Facts<'_>) -> Result<Meaning, String> {
         Some("vote") => Some(ValueRule::Vote),
         Some("popc") => Some(ValueRule::Popc),
         Some("permute") => Some(ValueRule::Permute),
+        Some("shr") => Some(ValueRule::Shr),
         Some("varying") => Some(ValueRule::Varying),
         Some("space_query") => Some(ValueRule::SpaceQuery),
         Some("fetch_add") => Some(ValueRule::FetchAdd),

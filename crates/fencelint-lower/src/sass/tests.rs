@@ -363,7 +363,13 @@ fn value_and_alu_facts() {
         /*0110*/                   LOP3.LUT R18, R19, R20, RZ, 0xfc, !PT ;
         /*0120*/                   SEL R21, RZ, 0x1, !P4 ;
         /*0130*/                   IADD3 R23, R21, 0x1, RZ ;
-        /*0140*/                   EXIT ;
+        /*0140*/                   PRMT R24, R25, 0x9910, RZ ;
+        /*0150*/                   PRMT R26, R25, 0x7632, R25 ;
+        /*0160*/                   PRMT R27, R25, 0x5410, R28 ;
+        /*0170*/                   PRMT R29, R25, R30, RZ ;
+        /*0180*/                   SHF.R.U32.HI R31, RZ, 0x8, R30 ;
+        /*0190*/                   SHF.R.U32.HI R31, R2, 0x8, R30 ;
+        /*01a0*/                   EXIT ;
 		..........
 ";
     let modules = lower(text, SassFormat::CuobjdumpText);
@@ -374,7 +380,17 @@ fn value_and_alu_facts() {
     // The ballot of another predicate is not the active lanes.
     assert_eq!(values[1], None);
     assert_eq!(values[2], Some(ValueOp::PopCount(reg("UR6"))));
-    assert_eq!(values[3], Some(ValueOp::BytePermute));
+    // Bytes 2 and 3 of `R0` over constant zero bytes.
+    assert_eq!(values[3], Some(ValueOp::BytePermute { src: Some(reg("R0")), bytes: 0b1100 }));
+    // The low half (sign-extended), the high half of one register; two registers; a selector in
+    // a register.
+    assert_eq!(values[20], Some(ValueOp::BytePermute { src: Some(reg("R25")), bytes: 0b0011 }));
+    assert_eq!(values[21], Some(ValueOp::BytePermute { src: Some(reg("R25")), bytes: 0b1100 }));
+    assert_eq!(values[22], Some(ValueOp::BytePermute { src: None, bytes: 0 }));
+    assert_eq!(values[23], Some(ValueOp::BytePermute { src: None, bytes: 0 }));
+    // A shift right by a constant; a funnel shift of two registers is not one.
+    assert_eq!(values[24], Some(ValueOp::ShrImm(reg("R30"), 8)));
+    assert_eq!(values[25], None);
     assert_eq!(values[4], Some(ValueOp::Varying));
     assert_eq!(values[5], Some(ValueOp::Varying));
     assert_eq!(values[6], None, "CS2R of SRZ zeroes");
@@ -396,6 +412,12 @@ fn value_and_alu_facts() {
             Some(AluOp::BitLogic),
             Some(AluOp::Select),
             Some(AluOp::Add),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
             None,
         ]
     );

@@ -515,18 +515,53 @@ fn carries_its_data(
 /// onesweep radix sort keeps a tile's status in the top two bits of a 32-bit word and its count
 /// in the rest, written with one store): code after the load takes a field out of a register
 /// the poll read (`and` with a constant, SASS `LOP3.LUT Rd, Rs, 0x3fffffff, RZ, 0xc0, !PT`) and
-/// tests bits outside that field (the sign, an unsigned bound above it, or another field). The
-/// thread reads its data with its flag, as with a packet ([`carries_its_data`]). A counter
-/// polled and masked into an index, with no test of the bits the mask drops, is still a poll.
+/// tests bits outside that field (the sign, an unsigned bound above it, or another field). A
+/// field may also be bytes a permute picks (SASS `PRMT R4, R0, 0x9910, RZ`, the low half, as a
+/// scan over 16-bit values packs a status and a value), the bits above a shift right by a
+/// constant (`SHF.R.U32.HI R54, RZ, 0x8, R54`, its 8-bit form), or a part of the word split by a PTX
+/// `mov.b32 {%rs1, %rs2}, %r2` that code reads. The thread reads its data with its flag, as with
+/// a packet ([`carries_its_data`]). A counter polled and masked into an index, with no test of
+/// the bits the mask drops, is still a poll.
 fn packs_status_and_value(analysis: &FunctionAnalysis<'_>, load: InstId) -> bool {
     let func = analysis.func;
     let block = analysis.cfg.block_of(load);
+    let width = polled_access(func.inst(load)).and_then(|mem| mem.width).unwrap_or(32);
     func.inst(load).defs.iter().any(|&reg| {
         let mut fields = Vec::new();
         let mut tests = Vec::new();
         visit_uses(analysis, load, reg, block, |id| {
-            match func.inst(id).value {
+            let inst = func.inst(id);
+            // A word split into equal parts (PTX `mov.b32 {%rs1, %rs2}, %r2`): each part that
+            // code after the split reads is a field.
+            if matches!(inst.value, Some(ValueOp::Copy(src)) if src == reg)
+                && let parts @ 2.. = inst.defs.len()
+                && width.is_multiple_of(parts as u32)
+                && width <= 64
+            {
+                let bits = width / parts as u32;
+                for (i, &part) in inst.defs.iter().enumerate() {
+                    let used = visit_uses(analysis, id, part, analysis.cfg.block_of(id), |_| true);
+                    if used {
+                        let low = u64::MAX >> (64 - bits);
+                        fields.push((low << (bits * i as u32)).cast_signed());
+                    }
+                }
+            }
+            match inst.value {
                 Some(ValueOp::AndImm(src, mask)) if src == reg && mask != 0 => fields.push(mask),
+                // The bits above a shift (`SHF.R.U32.HI R54, RZ, 0x8, R54`: all but the low byte).
+                Some(ValueOp::ShrImm(src, amount))
+                    if src == reg && amount > 0 && amount < i64::from(width.min(64)) =>
+                {
+                    let all = u64::MAX >> (64 - width.min(64));
+                    fields.push((all & (all << amount)).cast_signed());
+                }
+                // Bytes picked out of the word (`PRMT R4, R0, 0x9910, RZ`: the low half).
+                Some(ValueOp::BytePermute { src: Some(src), bytes })
+                    if src == reg && bytes != 0 && bytes != 0xf =>
+                {
+                    fields.push(byte_mask(bytes));
+                }
                 Some(ValueOp::Compare(compare, src, bound)) if src == reg => {
                     tests.push((compare, bound));
                 }
@@ -540,6 +575,11 @@ fn packs_status_and_value(analysis: &FunctionAnalysis<'_>, load: InstId) -> bool
                 || tests.iter().any(|&(compare, bound)| tests_outside(compare, bound, field))
         })
     })
+}
+
+/// The bits of the bytes whose bits `bytes` sets (bit `i` for byte `i`).
+fn byte_mask(bytes: u8) -> i64 {
+    (0..4).filter(|i| bytes & (1 << i) != 0).map(|i| 0xff_i64 << (8 * i)).sum()
 }
 
 /// Whether the poll reads a value that is its own flag: a value that starts as a sentinel, is
@@ -854,7 +894,7 @@ fn made_from(
                         ValueOp::Copy(_)
                             | ValueOp::AndImm(..)
                             | ValueOp::And(..)
-                            | ValueOp::BytePermute
+                            | ValueOp::BytePermute { .. }
                     )
                 );
                 carries
@@ -1089,10 +1129,10 @@ fn derived_from(
             }
             // Constant bytes put into part of the register, the rest kept (`PRMT R0, RZ,
             // 0x7610, R0`: ptxas's `mov.b16 %rs1, 0` for a 16-bit value in the low half).
-            Some(ValueOp::BytePermute) if inst.uses.as_slice() == inst.defs.as_slice() => {
+            Some(ValueOp::BytePermute { .. }) if inst.uses.as_slice() == inst.defs.as_slice() => {
                 Some(false)
             }
-            Some(ValueOp::BytePermute) if inst.uses.len() == 1 => {
+            Some(ValueOp::BytePermute { .. }) if inst.uses.len() == 1 => {
                 derived_from(analysis, def, inst.uses[0], load, seen)
             }
             // Among them a special register or another lane's value (`ValueOp::Varying`).
