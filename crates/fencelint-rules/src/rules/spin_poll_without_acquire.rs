@@ -516,12 +516,12 @@ fn carries_its_data(
 /// in the rest, written with one store): code after the load takes a field out of a register
 /// the poll read (`and` with a constant, SASS `LOP3.LUT Rd, Rs, 0x3fffffff, RZ, 0xc0, !PT`) and
 /// tests bits outside that field (the sign, an unsigned bound above it, or another field). A
-/// field may also be bytes a permute picks (SASS `PRMT R4, R0, 0x9910, RZ`, the low half, as a
-/// scan over 16-bit values packs a status and a value), the bits above a shift right by a
-/// constant (`SHF.R.U32.HI R54, RZ, 0x8, R54`, its 8-bit form), or a part of the word split by a PTX
-/// `mov.b32 {%rs1, %rs2}, %r2` that code reads. The thread reads its data with its flag, as with
-/// a packet ([`carries_its_data`]). A counter polled and masked into an index, with no test of
-/// the bits the mask drops, is still a poll.
+/// field may also be the bytes a permute picks (SASS `PRMT R4, R0, 0x9910, RZ`, the low half:
+/// a scan over 16-bit values packs a status and a value so), the bits above a shift right by a
+/// constant (`SHF.R.U32.HI R54, RZ, 0x8, R54`: the same over 8-bit values), or a part of the
+/// word split by a PTX `mov.b32 {%rs1, %rs2}, %r2` that code reads. The thread reads its data
+/// with its flag, as with a packet ([`carries_its_data`]). A counter polled and masked into an
+/// index, with no test of the bits the mask drops, is still a poll.
 fn packs_status_and_value(analysis: &FunctionAnalysis<'_>, load: InstId) -> bool {
     let func = analysis.func;
     let block = analysis.cfg.block_of(load);
