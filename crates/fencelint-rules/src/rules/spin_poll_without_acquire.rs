@@ -519,9 +519,11 @@ fn carries_its_data(
 /// field may also be the bytes a permute picks (SASS `PRMT R4, R0, 0x9910, RZ`, the low half:
 /// a scan over 16-bit values packs a status and a value so), the bits above a shift right by a
 /// constant (`SHF.R.U32.HI R54, RZ, 0x8, R54`: the same over 8-bit values), or a part of the
-/// word split by a PTX `mov.b32 {%rs1, %rs2}, %r2` that code reads. The thread reads its data
-/// with its flag, as with a packet ([`carries_its_data`]). A counter polled and masked into an
-/// index, with no test of the bits the mask drops, is still a poll.
+/// word split by a PTX `mov.b32 {%rs1, %rs2}, %r2` that code reads. The uses are looked for
+/// wherever the polled value reaches, not only where the load's block dominates: ptxas peels
+/// the first poll out of a loop and takes the fields out where the two polls' values meet. The
+/// thread reads its data with its flag, as with a packet ([`carries_its_data`]). A counter
+/// polled and masked into an index, with no test of the bits the mask drops, is still a poll.
 fn packs_status_and_value(analysis: &FunctionAnalysis<'_>, load: InstId) -> bool {
     let func = analysis.func;
     let block = analysis.cfg.block_of(load);
@@ -529,7 +531,7 @@ fn packs_status_and_value(analysis: &FunctionAnalysis<'_>, load: InstId) -> bool
     func.inst(load).defs.iter().any(|&reg| {
         let mut fields = Vec::new();
         let mut tests = Vec::new();
-        visit_uses(analysis, load, reg, block, |id| {
+        visit_uses_in(analysis, load, reg, block, Region::Reachable, |id| {
             let inst = func.inst(id);
             // A word split into equal parts (PTX `mov.b32 {%rs1, %rs2}, %r2`): each part that
             // code after the split reads is a field.
