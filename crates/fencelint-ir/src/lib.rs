@@ -431,6 +431,19 @@ impl Inst {
         self.extra_addresses.iter().find(|(r, _)| *r == role).map(|(_, a)| a)
     }
 
+    /// The mbarrier the instruction names: the memory operand of an `mbarrier.*` op, the barrier
+    /// of a `tcgen05.commit` (its extra operand, or its only one), and the completion barrier of
+    /// an async copy or `st.async`/`red.async`.
+    pub fn mbarrier(&self) -> Option<&Address> {
+        match self.kind {
+            InstKind::Mbarrier(_) => self.address.as_ref(),
+            InstKind::Tcgen05(Tcgen05Op::Commit { .. }) => {
+                self.extra_address(AddressRole::Mbarrier).or(self.address.as_ref())
+            }
+            _ => self.extra_address(AddressRole::Mbarrier),
+        }
+    }
+
     pub fn is_branch(&self) -> bool {
         !self.control.targets.is_empty() || self.control.indirect
     }

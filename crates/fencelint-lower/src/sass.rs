@@ -987,7 +987,7 @@ fn value_op(
 fn permute_value(func: &mut Lowering, opcode: &str, operands: &[Operand<'_>]) -> ValueOp {
     let unknown = ValueOp::BytePermute { src: None, bytes: 0 };
     let [_, a, selector, b] = operands else { return unknown };
-    if !matches!(opcode, "PRMT" | "UPRMT") || ![a, b].iter().all(|o| is_plain(o)) {
+    if !matches!(opcode, "PRMT" | "UPRMT") || !is_plain(a) || !is_plain(b) {
         return unknown;
     }
     let Some(selector) = selector.imm() else { return unknown };

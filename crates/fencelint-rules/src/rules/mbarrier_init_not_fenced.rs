@@ -4,8 +4,8 @@
 
 use fencelint_cfg::{AddrKey, AddrRoot, BlockId, FunctionAnalysis, Point};
 use fencelint_ir::{
-    Address, AddressRole, AsyncOp, Barrier, FenceKind, Inst, InstId, InstKind, MbarrierOp, Scope,
-    Space, Tcgen05Op, ValueOp,
+    AsyncOp, Barrier, FenceKind, Inst, InstId, InstKind, MbarrierOp, Scope, Space, Tcgen05Op,
+    ValueOp,
 };
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
@@ -61,16 +61,6 @@ struct Uses {
     local: Vec<InstId>,
 }
 
-fn mbarrier_operand(inst: &Inst) -> Option<&Address> {
-    match inst.kind {
-        InstKind::Mbarrier(_) => inst.address.as_ref(),
-        InstKind::Tcgen05(Tcgen05Op::Commit { .. }) => {
-            inst.extra_address(AddressRole::Mbarrier).or(inst.address.as_ref())
-        }
-        _ => inst.extra_address(AddressRole::Mbarrier),
-    }
-}
-
 impl Uses {
     fn collect(analysis: &FunctionAnalysis<'_>, init_id: InstId, barrier: &AddrKey) -> Self {
         let func = analysis.func;
@@ -86,7 +76,7 @@ impl Uses {
                 }
                 continue;
             }
-            let Some(address) = mbarrier_operand(inst) else { continue };
+            let Some(address) = inst.mbarrier() else { continue };
             let key = analysis.address_key(id, address);
             if !key.same_object(barrier) {
                 continue;

@@ -2,7 +2,7 @@
 //! arrival's phase in between, so its later parity wait can be satisfied by the preceding phase.
 
 use fencelint_cfg::{AddrKey, AddrRoot, FunctionAnalysis, Point};
-use fencelint_ir::{AddressRole, Barrier, Inst, InstId, InstKind, MbarrierOp, Tcgen05Op};
+use fencelint_ir::{Barrier, InstId, InstKind, MbarrierOp, Tcgen05Op};
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
 
@@ -68,16 +68,6 @@ struct BarrierOps {
     waits: Vec<BarrierOp>,
 }
 
-fn mbarrier_operand(inst: &Inst) -> Option<&fencelint_ir::Address> {
-    match inst.kind {
-        InstKind::Mbarrier(_) => inst.address.as_ref(),
-        InstKind::Tcgen05(Tcgen05Op::Commit { .. }) => {
-            inst.extra_address(AddressRole::Mbarrier).or(inst.address.as_ref())
-        }
-        _ => None,
-    }
-}
-
 impl BarrierOps {
     fn collect(analysis: &FunctionAnalysis<'_>) -> Self {
         let func = analysis.func;
@@ -92,7 +82,7 @@ impl BarrierOps {
                 InstKind::Mbarrier(MbarrierOp::Wait { .. }) => false,
                 _ => continue,
             };
-            let Some(address) = mbarrier_operand(inst) else { continue };
+            let Some(address) = inst.mbarrier() else { continue };
             let key = analysis.address_key(id, address);
             if matches!(key.root, AddrRoot::Unknown(_)) {
                 continue;

@@ -4,8 +4,7 @@
 
 use fencelint_cfg::{AddrKey, FunctionAnalysis, Point};
 use fencelint_ir::{
-    AddressRole, AsyncOp, BulkDir, FenceKind, Inst, InstId, InstKind, MbarrierOp, Scope, Sem,
-    Space, Tcgen05Op,
+    AsyncOp, BulkDir, FenceKind, InstId, InstKind, MbarrierOp, Scope, Sem, Space, Tcgen05Op,
 };
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
@@ -64,16 +63,6 @@ struct RemoteRelease {
     what: &'static str,
 }
 
-fn mbarrier_operand(inst: &Inst) -> Option<&fencelint_ir::Address> {
-    match inst.kind {
-        InstKind::Mbarrier(_) => inst.address.as_ref(),
-        InstKind::Tcgen05(Tcgen05Op::Commit { .. }) => {
-            inst.extra_address(AddressRole::Mbarrier).or(inst.address.as_ref())
-        }
-        _ => inst.extra_address(AddressRole::Mbarrier),
-    }
-}
-
 fn remote_release(analysis: &FunctionAnalysis<'_>, id: InstId) -> Option<RemoteRelease> {
     let inst = analysis.func.inst(id);
     let what = match inst.kind {
@@ -89,7 +78,7 @@ fn remote_release(analysis: &FunctionAnalysis<'_>, id: InstId) -> Option<RemoteR
             "a multicast commit arrives on this barrier in every CTA of its mask here"
         }
         InstKind::Mbarrier(MbarrierOp::Arrive { remote, scope, .. }) => {
-            let key = analysis.address_key(id, mbarrier_operand(inst)?);
+            let key = analysis.address_key(id, inst.mbarrier()?);
             if !(key.mapped || (remote && scope.covers(Scope::Cluster))) {
                 return None;
             }
@@ -97,7 +86,7 @@ fn remote_release(analysis: &FunctionAnalysis<'_>, id: InstId) -> Option<RemoteR
         }
         _ => return None,
     };
-    let barrier = analysis.address_key(id, mbarrier_operand(inst)?);
+    let barrier = analysis.address_key(id, inst.mbarrier()?);
     Some(RemoteRelease { inst: id, barrier, what })
 }
 
