@@ -87,7 +87,7 @@ impl FunctionAnalysis<'_> {
             self.reaches.borrow_mut().insert((from, reg), reach.clone());
             return reach;
         };
-        let key = (from, reg, lp.header);
+        let key = (from, reg, lp.id);
         if let Some(reach) = self.reaches_in_loop.borrow().get(&key) {
             return reach.clone();
         }
@@ -161,8 +161,8 @@ impl FunctionAnalysis<'_> {
     /// memory-reading instructions found (loads, atomics that return, multimem loads, mbarrier
     /// waits).
     ///
-    /// `within` is one of [`FunctionAnalysis::loops`] (one loop per header): answers are
-    /// remembered by branch and loop header.
+    /// `within` is one of [`FunctionAnalysis::loops`]: answers are remembered by branch and
+    /// loop ([`Loop::id`]; loops can share a header).
     pub fn deciding_reads(&self, branch: InstId, within: Option<&Loop>) -> Vec<InstId> {
         let mut found: Vec<InstId> =
             self.deciding_read_regs(branch, within).into_iter().map(|(read, _)| read).collect();
@@ -174,7 +174,7 @@ impl FunctionAnalysis<'_> {
     /// through: for a vector load, which of its registers decide the branch. Sorted; remembered
     /// like [`FunctionAnalysis::deciding_reads`].
     pub fn deciding_read_regs(&self, branch: InstId, within: Option<&Loop>) -> Vec<(InstId, Reg)> {
-        let key = (branch, within.map(|l| l.header));
+        let key = (branch, within.map(|l| l.id));
         if let Some(found) = self.deciding.borrow().get(&key) {
             return found.clone();
         }

@@ -76,8 +76,8 @@ pub struct FunctionAnalysis<'f> {
     /// Reaching definitions already computed by a walk ([`FunctionAnalysis::reaching_defs`]):
     /// the poll rules slice the same exit branches, and SASS registers are redefined often.
     reaches: RefCell<FxHashMap<(InstId, Reg), Reach>>,
-    /// The same inside one loop (by header), for the slices of loop exits.
-    reaches_in_loop: RefCell<FxHashMap<(InstId, Reg, BlockId), Reach>>,
+    /// The same inside one loop (by [`Loop::id`]), for the slices of loop exits.
+    reaches_in_loop: RefCell<FxHashMap<(InstId, Reg, u32), Reach>>,
     /// Visited-block marks reused by the walks, so that a short walk in a function of many
     /// blocks does not allocate and clear a mark per block (see [`Visited`]).
     reach_marks: RefCell<Marks>,
@@ -90,8 +90,7 @@ pub struct FunctionAnalysis<'f> {
     /// Which registers each block defines, one bit per register (see [`BlockDefs`]).
     block_defs: OnceCell<Option<BlockDefs>>,
     /// Slices already computed by [`FunctionAnalysis::deciding_read_regs`], by branch and the
-    /// header of the loop they stay in: both poll rules ask for the slices of the same loop
-    /// exits.
+    /// loop they stay in: both poll rules ask for the slices of the same loop exits.
     deciding: RefCell<FxHashMap<SliceKey, Vec<(InstId, Reg)>>>,
     /// For each block, the branch that ends it when an entering edge can decide it
     /// ([`FunctionAnalysis::forced_successor`]).
@@ -146,8 +145,8 @@ impl BlockDefs {
     }
 }
 
-/// A branch and the header of the loop a slice stays in.
-type SliceKey = (InstId, Option<BlockId>);
+/// A branch and the loop a slice stays in ([`Loop::id`]).
+type SliceKey = (InstId, Option<u32>);
 
 /// Block marks that are cleared in constant time: a block is marked when its stamp equals the
 /// current generation.
@@ -343,7 +342,8 @@ impl<'f> FunctionAnalysis<'f> {
         self.block_dominates(block_a, block_b)
     }
 
-    /// Natural loops, outermost first within a header order; loops sharing a header are merged.
+    /// Natural loops by header; of those sharing a header, the loop of all its back edges first,
+    /// then the smaller loops of single back edges, outermost first (see `loops::find_loops`).
     pub fn loops(&self) -> &[Loop] {
         self.loops.get_or_init(|| loops::find_loops(self))
     }

@@ -4,8 +4,8 @@ use fencelint_ir::{AddrBase, InstId, InstKind, Reg, Space, ValueOp};
 
 use crate::{BlockId, FunctionAnalysis};
 
-/// A natural loop: a header, the blocks that can reach a back edge without passing the header,
-/// and the edges that leave it.
+/// A natural loop: a header, the blocks that can reach one of its back edges without passing the
+/// header, and the edges that leave it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Loop {
     pub header: BlockId,
@@ -15,6 +15,9 @@ pub struct Loop {
     pub latches: Vec<BlockId>,
     /// Edges `(inside, outside)` that leave the loop, sorted.
     pub exits: Vec<(BlockId, BlockId)>,
+    /// The loop's index in [`FunctionAnalysis::loops`]: the key of answers remembered per loop
+    /// (several loops can share a header).
+    pub id: u32,
 }
 
 impl Loop {
@@ -205,6 +208,14 @@ fn is_time(name: &str) -> bool {
     )
 }
 
+/// The natural loops of a function: for each loop header, the loop of all its back edges; and,
+/// where a header has several back edges, also the loop of each back edge whose own natural
+/// loop is smaller (with every other back edge it holds).
+///
+/// A header with several back edges is often two source loops with no block between their
+/// headers: `for (...) { while (poll(flag) <= i) {} read(data); }` compiles to one header
+/// block that the poll's branch and the outer loop's latch both return to. Merged, the poll's
+/// exit edge leads into the loop and is not an exit; the poll's own loop keeps it one.
 pub(crate) fn find_loops(analysis: &FunctionAnalysis<'_>) -> Vec<Loop> {
     let cfg = &analysis.cfg;
     let doms = analysis.dominators();
@@ -233,10 +244,10 @@ pub(crate) fn find_loops(analysis: &FunctionAnalysis<'_>) -> Vec<Loop> {
     // outer loops of a large kernel hold most of its blocks, and a tree set of them cost a
     // tenth of the spin-poll rule.
     let mut in_body = vec![false; cfg.blocks.len()];
-    for (header, latches) in by_header {
+    let mut body = |header: BlockId, latches: &[BlockId], loops: &mut Vec<Loop>| {
         in_body[header.index()] = true;
         let mut blocks = vec![header];
-        let mut stack: Vec<BlockId> = latches.clone();
+        let mut stack: Vec<BlockId> = latches.to_vec();
         while let Some(block) = stack.pop() {
             if !std::mem::replace(&mut in_body[block.index()], true) {
                 blocks.push(block);
@@ -257,7 +268,39 @@ pub(crate) fn find_loops(analysis: &FunctionAnalysis<'_>) -> Vec<Loop> {
         }
         exits.sort();
         exits.dedup();
-        loops.push(Loop { header, blocks, latches, exits });
+        let id = loops.len() as u32;
+        loops.push(Loop { id, header, blocks, latches: latches.to_vec(), exits });
+    };
+    for (header, latches) in by_header {
+        let whole = loops.len();
+        body(header, &latches, &mut loops);
+        if latches.len() < 2 {
+            continue;
+        }
+        // The loop of each back edge, with the other back edges it holds; the same block set
+        // once, outermost first.
+        let mut inner: Vec<Loop> = Vec::new();
+        for &latch in &latches {
+            body(header, &[latch], &mut inner);
+            let last = inner.len() - 1;
+            let one = &inner[last];
+            if one.blocks.len() == loops[whole].blocks.len()
+                || inner[..last].iter().any(|l| l.blocks == one.blocks)
+            {
+                inner.pop();
+                continue;
+            }
+            // Another latch inside this loop reaches the header too: its back edge is this
+            // loop's as well (and its own loop lies inside this one).
+            let held =
+                latches.iter().copied().filter(|l| one.blocks.binary_search(l).is_ok()).collect();
+            inner[last].latches = held;
+        }
+        inner.sort_by_key(|l| std::cmp::Reverse(l.blocks.len()));
+        for mut lp in inner {
+            lp.id = loops.len() as u32;
+            loops.push(lp);
+        }
     }
     loops
 }
