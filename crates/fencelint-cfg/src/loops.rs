@@ -271,17 +271,28 @@ pub(crate) fn find_loops(analysis: &FunctionAnalysis<'_>) -> Vec<Loop> {
         let id = loops.len() as u32;
         loops.push(Loop { id, header, blocks, latches: latches.to_vec(), exits });
     };
+    // The smaller loops may together hold this many blocks, counted as they are built (each at
+    // most its header's whole loop): a header with thousands of back edges in a row would
+    // otherwise give loops of quadratic total size. Past it the function's other headers get
+    // their whole loops only, and the analysis says it is incomplete.
+    let mut budget = 4 * cfg.blocks.len() + 4096;
     for (header, latches) in by_header {
         let whole = loops.len();
         body(header, &latches, &mut loops);
-        if latches.len() < 2 {
+        if latches.len() < 2 || budget == 0 {
             continue;
         }
         // The loop of each back edge, with the other back edges it holds; the same block set
         // once, outermost first.
         let mut inner: Vec<Loop> = Vec::new();
         for &latch in &latches {
+            if budget < loops[whole].blocks.len() {
+                budget = 0;
+                analysis.mark_incomplete();
+                break;
+            }
             body(header, &[latch], &mut inner);
+            budget -= inner[inner.len() - 1].blocks.len();
             let last = inner.len() - 1;
             let one = &inner[last];
             if one.blocks.len() == loops[whole].blocks.len()

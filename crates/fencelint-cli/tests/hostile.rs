@@ -382,6 +382,26 @@ fn a_pathological_function_reports_analysis_incomplete() {
     assert!(line.contains("`k` stopped at its budget"), "{line}");
 }
 
+#[test]
+fn a_header_with_thousands_of_back_edges_stays_bounded() {
+    // 20,000 tests in a row, each branching back to one header: the loop of the i-th back edge
+    // holds i blocks, 200 million in all, if every one were built (2.4 GB and a minute).
+    let mut body = String::from("$H:\n\tld.relaxed.gpu.global.u32 %r1, [%rd1];\n");
+    for i in 0..20_000 {
+        writeln!(body, "\tsetp.eq.u32 %p2, %r1, {i};\n\t@%p2 bra $H;").unwrap();
+    }
+    body.push_str("\tld.global.u32 %r2, [%rd1+4];\n");
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "latches.ptx", kernel(&body));
+    let run = check(&[&path, &bad_fixture()], SHORT);
+    run.assert_sane(SHORT, SMALL_MIB);
+    let incomplete = run
+        .stdout
+        .lines()
+        .any(|l| l.starts_with(&path) && l.contains("warning[analysis-incomplete]"));
+    assert!(incomplete, "{}", run.describe());
+}
+
 // ---------------------------------------------------------------------------------------------
 // Paths.
 
