@@ -11,7 +11,7 @@ pub struct Loop {
     pub header: BlockId,
     /// Sorted block ids.
     pub blocks: Vec<BlockId>,
-    /// Sources of back edges to the header.
+    /// Sources of the loop's back edges to the header.
     pub latches: Vec<BlockId>,
     /// Edges `(inside, outside)` that leave the loop, sorted.
     pub exits: Vec<(BlockId, BlockId)>,
@@ -292,9 +292,9 @@ pub(crate) fn find_loops(analysis: &FunctionAnalysis<'_>) -> Vec<Loop> {
                 break;
             }
             body(header, &[latch], &mut inner);
-            budget -= inner[inner.len() - 1].blocks.len();
             let last = inner.len() - 1;
             let one = &inner[last];
+            budget -= one.blocks.len();
             if one.blocks.len() == loops[whole].blocks.len()
                 || inner[..last].iter().any(|l| l.blocks == one.blocks)
             {
