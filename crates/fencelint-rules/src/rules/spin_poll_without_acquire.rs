@@ -36,19 +36,45 @@ impl Rule for SpinPollWithoutAcquire {
         let mut seen_polls = Vec::new();
         let sass = cx.module.dialect == Some(Dialect::Sass);
         let mut walks = Walks::new(analysis);
-        for lp in analysis.loops() {
-            for poll in polls_of(analysis, lp, sass) {
-                if seen_polls.contains(&poll.load) {
+        // The loops' exits first, then the tests that a loop retries without leaving it: a poll
+        // that decides an exit is reported for that exit.
+        let loops: Vec<&Loop> =
+            analysis.loops().iter().filter(|lp| may_poll(analysis, lp, sass)).collect();
+        for retried in [false, true] {
+            for &lp in &loops {
+                let tests = if retried { retried_tests(analysis, lp, sass) } else { Vec::new() };
+                if retried && tests.is_empty() {
                     continue;
                 }
-                seen_polls.push(poll.load);
-                // The relaxed and volatile reads met before the first published read: when the
-                // data is read that way, the read the finding names is only the next weak one.
-                let After { reads, strong_first } =
-                    unordered_reads(analysis, lp, &poll, &mut walks);
-                let Some(&first) = reads.first() else { continue };
-                let entry = findings.entry(first).or_insert((poll, reads.len(), 0, strong_first));
-                entry.2 += 1;
+                let edges: Vec<_> = if retried {
+                    tests.iter().map(|t| (t.test, t.go)).collect()
+                } else {
+                    lp.exits.clone()
+                };
+                for poll in polls_of(analysis, lp, sass, &edges) {
+                    if seen_polls.contains(&poll.load) {
+                        continue;
+                    }
+                    seen_polls.push(poll.load);
+                    // The relaxed and volatile reads met before the first published read: when
+                    // the data is read that way, the read the finding names is only the next
+                    // weak one.
+                    if retried {
+                        // Only a read that the retry polls again waits.
+                        let from = analysis.cfg.block_of(poll.branch);
+                        let test = tests.iter().find(|t| (t.test, t.go) == (from, poll.exit_to));
+                        let test = test.expect("the poll's edge is a retried test");
+                        if !test.polls.contains(&poll.load) {
+                            continue;
+                        }
+                    }
+                    let After { reads, strong_first } =
+                        unordered_reads(analysis, lp, &poll, &mut walks);
+                    let Some(&first) = reads.first() else { continue };
+                    let entry =
+                        findings.entry(first).or_insert((poll, reads.len(), 0, strong_first));
+                    entry.2 += 1;
+                }
             }
         }
         for (read, (poll, n_reads, n_polls, strong)) in findings {
@@ -75,6 +101,103 @@ struct Poll {
     relay: Option<InstId>,
 }
 
+/// A conditional branch inside a loop whose one side goes back to the loop's header through
+/// blocks with no memory or ordering instruction and polls again (the retry), and whose other
+/// side goes on.
+struct RetriedTest {
+    /// The block the branch ends.
+    test: fencelint_cfg::BlockId,
+    /// The first block of the way on.
+    go: fencelint_cfg::BlockId,
+    /// The reads the retry polls again.
+    polls: Vec<InstId>,
+}
+
+/// Waits written as a `continue`: `while (step < steps) { if (ld_relaxed(flag) <= step)
+/// continue; read(data[step]); ++step; }` compiles to one loop whose poll's branch jumps over the
+/// read to the one latch. The loop never leaves through the poll, but the way past the retry is
+/// the wait's way out: what the thread reads from there on, it reads after the poll succeeded.
+/// A retry may pass at most 16 blocks.
+fn retried_tests(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<RetriedTest> {
+    use fencelint_cfg::BlockId;
+    let func = analysis.func;
+    let cfg = &analysis.cfg;
+    // The reads that `from` polls again: it goes back to the header through blocks with no
+    // memory or ordering instruction, not passing `test`, and past the header the first memory
+    // instruction on every path is a read that may be a poll (the caller asks for the test's
+    // own). A path that meets any other memory instruction first goes on to other work, not
+    // back to the wait. `None` when `from` does not retry.
+    // The walk's lists, reused: most blocks of a large loop are tested.
+    let mut seen: Vec<(BlockId, bool)> = Vec::new();
+    let mut stack: Vec<(BlockId, bool)> = Vec::new();
+    let mut retry = |test: BlockId, from: BlockId| -> Option<Vec<InstId>> {
+        // The usual answer, without a walk: the side starts with memory work.
+        if !analysis.block_memory_insts(from).is_empty() {
+            return None;
+        }
+        seen.clear();
+        stack.clear();
+        seen.push((from, false));
+        stack.push((from, false));
+        let mut polls = Vec::new();
+        while let Some((block, past)) = stack.pop() {
+            let past = past || block == lp.header;
+            if let Some(&first) = analysis.block_memory_insts(block).first() {
+                let polled = polled_access(func.inst(first)).is_some_and(|m| may_be_poll(m, sass));
+                if !past || !polled {
+                    return None;
+                }
+                if !polls.contains(&first) {
+                    polls.push(first);
+                }
+                continue;
+            }
+            if block == test {
+                return None;
+            }
+            for next in cfg.successors(block) {
+                if !lp.contains(next) || seen.contains(&(next, past)) {
+                    continue;
+                }
+                if seen.len() == 16 {
+                    return None;
+                }
+                seen.push((next, past));
+                stack.push((next, past));
+            }
+        }
+        (!polls.is_empty()).then_some(polls)
+    };
+    let mut found = Vec::new();
+    for &block in &lp.blocks {
+        if func.inst(cfg.block(block).last()).guard.is_none() {
+            continue;
+        }
+        let mut succs = cfg.successors(block);
+        let (Some(a), Some(b), None) = (succs.next(), succs.next(), succs.next()) else {
+            continue;
+        };
+        if a == lp.header || b == lp.header || !lp.contains(a) || !lp.contains(b) || a == b {
+            continue;
+        }
+        let (go, polls) = match (retry(block, a), retry(block, b)) {
+            (Some(polls), None) => (b, polls),
+            (None, Some(polls)) => (a, polls),
+            _ => continue,
+        };
+        found.push(RetriedTest { test: block, go, polls });
+    }
+    found
+}
+
+/// Whether a loop has a read that may be a poll. The exits' slices stay inside the loop: a
+/// loop without one has no poll, and its slices are not computed.
+fn may_poll(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> bool {
+    let func = analysis.func;
+    lp.memory_insts(analysis)
+        .any(|id| polled_access(func.inst(id)).is_some_and(|mem| may_be_poll(mem, sass)))
+}
+
 /// The polled access of a load-like instruction.
 fn polled_access(inst: &Inst) -> Option<&MemAccess> {
     match &inst.kind {
@@ -93,16 +216,13 @@ fn may_be_poll(mem: &MemAccess, sass: bool) -> bool {
     mem.others_may_write() && !mem.sem.has_acquire() && !weak_in_sass
 }
 
-fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll> {
+fn polls_of(
+    analysis: &FunctionAnalysis<'_>,
+    lp: &Loop,
+    sass: bool,
+    edges: &[(fencelint_cfg::BlockId, fencelint_cfg::BlockId)],
+) -> Vec<Poll> {
     let func = analysis.func;
-    // The exits' slices stay inside the loop: without a read that may be a poll among its
-    // instructions, the loop has no poll, and the slices are not computed.
-    let candidate = lp
-        .memory_insts(analysis)
-        .any(|id| polled_access(func.inst(id)).is_some_and(|mem| may_be_poll(mem, sass)));
-    if !candidate {
-        return Vec::new();
-    }
     // The loop's instructions that can order the exits' reads (a few fences and barriers in
     // loops of hundreds of memory instructions): each read tests only these.
     let orderers: Vec<InstId> =
@@ -111,8 +231,7 @@ fn polls_of(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<Poll>
     // for a loop whose exit a shared-memory read decides.
     let relays = OnceCell::new();
     // Each exit, with the reads that decide it and what each of them is.
-    let exits: Vec<(InstId, fencelint_cfg::BlockId, Deciders<'_>)> = lp
-        .exits
+    let exits: Vec<(InstId, fencelint_cfg::BlockId, Deciders<'_>)> = edges
         .iter()
         .filter_map(|&(from, to)| {
             let branch = analysis.cfg.block(from).last();
@@ -1915,7 +2034,7 @@ mod tests {
                             continue;
                         }
                         for lp in analysis.loops() {
-                            for poll in polls_of(&analysis, lp, sass) {
+                            for poll in polls_of(&analysis, lp, sass, &lp.exits) {
                                 let walked = shared.reads.len();
                                 let together = unordered_reads(&analysis, lp, &poll, &mut shared);
                                 reused += usize::from(shared.reads.len() == walked);
