@@ -55,12 +55,8 @@ impl Rule for SpinPollWithoutAcquire {
                     if seen_polls.contains(&poll.load) {
                         continue;
                     }
-                    seen_polls.push(poll.load);
-                    // The relaxed and volatile reads met before the first published read: when
-                    // the data is read that way, the read the finding names is only the next
-                    // weak one.
+                    // Only a read that the retry polls again waits there.
                     if retried {
-                        // Only a read that the retry polls again waits.
                         let from = analysis.cfg.block_of(poll.branch);
                         let test = tests.iter().find(|t| (t.test, t.go) == (from, poll.exit_to));
                         let test = test.expect("the poll's edge is a retried test");
@@ -68,6 +64,10 @@ impl Rule for SpinPollWithoutAcquire {
                             continue;
                         }
                     }
+                    seen_polls.push(poll.load);
+                    // The relaxed and volatile reads met before the first published read: when
+                    // the data is read that way, the read the finding names is only the next
+                    // weak one.
                     let After { reads, strong_first } =
                         unordered_reads(analysis, lp, &poll, &mut walks);
                     let Some(&first) = reads.first() else { continue };
@@ -122,14 +122,14 @@ fn retried_tests(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<
     use fencelint_cfg::BlockId;
     let func = analysis.func;
     let cfg = &analysis.cfg;
+    // The walk's lists, reused: most blocks of a large loop are tested.
+    let mut seen: Vec<(BlockId, bool)> = Vec::new();
+    let mut stack: Vec<(BlockId, bool)> = Vec::new();
     // The reads that `from` polls again: it goes back to the header through blocks with no
     // memory or ordering instruction, not passing `test`, and past the header the first memory
     // instruction on every path is a read that may be a poll (the caller asks for the test's
     // own). A path that meets any other memory instruction first goes on to other work, not
     // back to the wait. `None` when `from` does not retry.
-    // The walk's lists, reused: most blocks of a large loop are tested.
-    let mut seen: Vec<(BlockId, bool)> = Vec::new();
-    let mut stack: Vec<(BlockId, bool)> = Vec::new();
     let mut retry = |test: BlockId, from: BlockId| -> Option<Vec<InstId>> {
         // The usual answer, without a walk: the side starts with memory work.
         if !analysis.block_memory_insts(from).is_empty() {
