@@ -55,12 +55,12 @@ impl Rule for SpinPollWithoutAcquire {
                     if seen_polls.contains(&poll.load) {
                         continue;
                     }
-                    // Only a read that the retry polls again waits there.
+                    // Only a read that every way of the retry polls again waits there.
                     if retried {
                         let from = analysis.cfg.block_of(poll.branch);
                         let test = tests.iter().find(|t| (t.test, t.go) == (from, poll.exit_to));
                         let test = test.expect("the poll's edge is a retried test");
-                        if !test.polls.contains(&poll.load) {
+                        if test.polls != [poll.load] {
                             continue;
                         }
                     }
