@@ -402,6 +402,70 @@ fn a_header_with_thousands_of_back_edges_stays_bounded() {
     assert!(incomplete, "{}", run.describe());
 }
 
+#[test]
+fn calls_by_the_thousand_stay_bounded() {
+    // A device function of 2,000 instructions that calls itself, another pair that call each
+    // other, and a kernel that calls the first 60,000 times: inlined one copy per call, that is
+    // 120 million instructions, and the text is over 1 MiB, so each callee would be parsed again
+    // for each call. Inlining stops at its budget and at recursion.
+    let mut text = String::from(HEADER);
+    text.push_str(".func f(.param .b64 f_p)\n{\n\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<4>;\n");
+    text.push_str("\tld.param.u64 %rd1, [f_p];\n");
+    for _ in 0..2_000 {
+        text.push_str("\tld.relaxed.gpu.global.u32 %r1, [%rd1];\n");
+    }
+    text.push_str("\t{\n\t.param .b64 param0;\n\tst.param.b64 [param0], %rd1;\n");
+    text.push_str("\tcall.uni f, (param0);\n\t}\n\tret;\n}\n");
+    text.push_str(".func g()\n{\n\tcall.uni h, ();\n\tret;\n}\n");
+    text.push_str(".func h()\n{\n\tcall.uni g, ();\n\tret;\n}\n");
+    let mut body = String::new();
+    for _ in 0..60_000 {
+        body.push_str("\t{\n\t.param .b64 param0;\n\tst.param.b64 [param0], %rd1;\n\tcall.uni f, (param0);\n\t}\n");
+    }
+    body.push_str("\tcall.uni g, ();\n");
+    text.push_str(&kernel(&body));
+    assert!(text.len() > 2 << 20);
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "calls.ptx", &text);
+    let run = check(&[&path, &bad_fixture()], SHORT);
+    run.assert_sane(SHORT, SMALL_MIB);
+}
+
+#[test]
+fn calls_of_thousands_of_subroutines_stay_bounded() {
+    // 10,000 `CALL.REL` into 10,000 places of one long run of code with no `RET`: each walk for
+    // the target's subroutine would go to the end of the run, 50 million steps in all.
+    let n = 10_000u64;
+    let mut text = String::from("\n\tcode for sm_90a\n\t.target\tsm_90a\n\n\t\tFunction : k\n");
+    text.push_str(
+        "\t.headerflags\t@\"EF_CUDA_ACCELERATORS EF_CUDA_SM90 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)\"\n",
+    );
+    for i in 0..n {
+        writeln!(
+            text,
+            "        /*{:04x}*/                   CALL.REL.NOINC {:#x} ;",
+            i * 16,
+            (n + 1 + i) * 16
+        )
+        .unwrap();
+    }
+    writeln!(text, "        /*{:04x}*/                   EXIT ;", n * 16).unwrap();
+    for i in (n + 1)..=(2 * n) {
+        writeln!(
+            text,
+            "        /*{:04x}*/                   LDG.E.STRONG.GPU R0, desc[UR4][R4.64] ;",
+            i * 16
+        )
+        .unwrap();
+    }
+    writeln!(text, "        /*{:04x}*/                   EXIT ;", (2 * n + 1) * 16).unwrap();
+    text.push_str("\t\t..........\n");
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "calls.sass", &text);
+    let run = check(&[&path, &bad_fixture()], SHORT);
+    run.assert_sane(SHORT, SMALL_MIB);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Paths.
 

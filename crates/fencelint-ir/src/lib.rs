@@ -76,12 +76,48 @@ pub struct Function {
     pub regs: Vec<String>,
     /// Parameter names in declaration order (PTX).
     pub params: Vec<String>,
+    /// Where copies of called code start, when the function has any: the bodies of the PTX
+    /// functions it calls, and the SASS subroutines it calls, one copy per call, placed after
+    /// the function's own instructions (the call jumps to its copy, the copy's returns jump
+    /// back). What comes before is the function's own code, in text order.
+    pub inlined_from: Option<u32>,
     reg_index: FxHashMap<String, Reg>,
 }
 
 impl Function {
     pub fn new(name: impl Into<String>, is_kernel: bool, range: TextRange) -> Self {
         Self { name: name.into(), is_kernel, range, ..Self::default() }
+    }
+
+    /// The function's own code: without the copies of called code that start at
+    /// [`Function::inlined_from`], its calls instructions that fall through again.
+    pub fn own_code(&self) -> std::borrow::Cow<'_, Function> {
+        let Some(own) = self.inlined_from.map(|k| k as usize) else {
+            return std::borrow::Cow::Borrowed(self);
+        };
+        let mut func = Function { insts: Vec::with_capacity(own), ..self.clone_header() };
+        func.insts.extend(self.insts.iter().take(own).cloned());
+        for inst in &mut func.insts {
+            if matches!(inst.kind, InstKind::Call) {
+                inst.control.targets.clear();
+                inst.control.falls_through = true;
+            }
+        }
+        std::borrow::Cow::Owned(func)
+    }
+
+    /// Everything but the instructions.
+    fn clone_header(&self) -> Function {
+        Function {
+            name: self.name.clone(),
+            is_kernel: self.is_kernel,
+            range: self.range,
+            insts: Vec::new(),
+            regs: self.regs.clone(),
+            params: self.params.clone(),
+            inlined_from: None,
+            reg_index: self.reg_index.clone(),
+        }
     }
 
     pub fn inst(&self, id: InstId) -> &Inst {

@@ -3,7 +3,7 @@
 //! Modifiers come in any order; classification looks at the set of tokens, never at positions
 //! (except that a compound opcode's leading words decide its family).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
@@ -16,7 +16,7 @@ use fencelint_ir::{
     Relation, Scope, Sem, SourceLocation, Space, Tcgen05Op, TensormapOp, ValueOp, WgmmaOp,
 };
 use fencelint_ptx as ast;
-use fencelint_source::{Dialect, FileId};
+use fencelint_source::{Dialect, FileId, TextRange};
 
 use crate::Lowered;
 
@@ -39,12 +39,22 @@ fn parse_errors(file: FileId, errors: &[ast::ParseError], base: u32) -> Vec<Diag
 }
 
 /// The functions with a body of a parsed module, lowered.
-fn lower_bodies(module: &ast::Module<'_>, files: &HashMap<u32, &str>, base: u32) -> Vec<Function> {
+fn lower_bodies(
+    module: &ast::Module<'_>,
+    files: &HashMap<u32, &str>,
+    base: u32,
+    callees: &dyn Callees,
+) -> Vec<Function> {
     module
         .functions()
         .filter(|f| f.body.is_some())
-        .map(|f| lower_function(f, files, base))
+        .map(|f| lower_function(f, files, base, callees))
         .collect()
+}
+
+/// The functions of a parsed module, by name.
+fn module_callees<'m, 'a>(module: &'m ast::Module<'a>) -> HashMap<&'a str, &'m ast::Function<'a>> {
+    module.functions().map(|f| (f.name, f)).collect()
 }
 
 /// A PTX module of `functions` with the given target and version.
@@ -71,6 +81,8 @@ fn ptx_module(
 /// Large PTX files are linted that way, with one function's syntax tree and IR in memory.
 pub struct PtxOutline<'a> {
     pub spans: Vec<ast::FunctionSpan<'a>>,
+    /// Where each function with a body is, by name: a call is inlined from there.
+    by_name: HashMap<&'a str, TextRange>,
     files: HashMap<u32, &'a str>,
     target: Option<String>,
     version: Option<String>,
@@ -90,8 +102,10 @@ pub fn outline(file: FileId, text: &str) -> Option<PtxOutline<'_>> {
     if !on_boundaries {
         return None;
     }
+    let by_name = spans.iter().filter(|s| s.has_body).map(|s| (s.name, s.range)).collect();
     let mut outline = PtxOutline {
         spans,
+        by_name,
         files: HashMap::new(),
         target: None,
         version: None,
@@ -135,9 +149,30 @@ impl PtxOutline<'_> {
         let range = span.range.to_usize();
         let parsed = ast::parse_with_offset(&text[range.clone()], range.start as u32);
         let diagnostics = parse_errors(file, &parsed.errors, 0);
-        let functions = lower_bodies(&parsed.value, &self.files, 0);
+        let callees = SpanCallees { text, spans: &self.by_name };
+        let functions = lower_bodies(&parsed.value, &self.files, 0, &callees);
         let module = ptx_module(file, self.target.clone(), self.version.clone(), functions);
         Lowered { modules: vec![module], diagnostics }
+    }
+}
+
+/// The functions of an outlined text, parsed when a call names them.
+struct SpanCallees<'o, 'a> {
+    text: &'a str,
+    spans: &'o HashMap<&'a str, TextRange>,
+}
+
+impl Callees for SpanCallees<'_, '_> {
+    fn with_body(&self, name: &str, f: &mut dyn FnMut(&ast::Function<'_>)) {
+        let Some(range) = self.spans.get(name).map(|r| r.to_usize()) else { return };
+        let Some(text) = self.text.get(range.clone()) else { return };
+        let parsed = ast::parse_with_offset(text, range.start as u32);
+        if !parsed.errors.is_empty() {
+            return;
+        }
+        if let Some(function) = parsed.value.functions().find(|g| g.name == name) {
+            module_callees(&parsed.value).with_body(function.name, f);
+        }
     }
 }
 
@@ -148,7 +183,7 @@ pub fn lower_module(file: FileId, module: &ast::Module<'_>, base: u32) -> Module
         file,
         module_target(module),
         module_version(module),
-        lower_bodies(module, &files, base),
+        lower_bodies(module, &files, base, &module_callees(module)),
     )
 }
 
@@ -268,27 +303,146 @@ struct Pending {
     targets: Vec<String>,
 }
 
-fn lower_function(func: &ast::Function<'_>, files: &HashMap<u32, &str>, base: u32) -> Function {
+/// How the registers of one body are named in the function it is lowered into.
+struct Names<'a> {
+    /// The names declared with `.reg`, a parametrized `%r<8>` as `%r` with its count.
+    declared: HashMap<&'a str, Option<u32>>,
+    /// For a callee's body lowered into its caller ([`inline_calls`]): what is appended to each
+    /// register the body declares, so that its registers are not the caller's. Special
+    /// registers (`%tid.x`, `%laneid`, `%clock64`) are the thread's own and keep their names.
+    suffix: Option<String>,
+}
+
+impl<'a> Names<'a> {
+    fn new(statements: &[ast::Statement<'a>], suffix: Option<String>) -> Self {
+        let mut declared = HashMap::new();
+        for statement in statements {
+            if let ast::Statement::Decl(decl) = statement
+                && decl.space == "reg"
+            {
+                declared.extend(decl.names.iter().map(|n| (n.name, n.count)));
+            }
+        }
+        Self { declared, suffix }
+    }
+
+    /// Names declared with `.reg` anywhere in the body are registers, even without `%`.
+    fn is_reg(&self, name: &str) -> bool {
+        name.starts_with('%') || self.declared.contains_key(name)
+    }
+
+    /// Whether the body declares `name`: itself, or as one of a parametrized declaration's
+    /// registers (`%r12` of `%r<20>`).
+    fn is_declared(&self, name: &str) -> bool {
+        if self.declared.contains_key(name) {
+            return true;
+        }
+        let stem = name.trim_end_matches(|c: char| c.is_ascii_digit());
+        stem.len() < name.len() && matches!(self.declared.get(stem), Some(Some(_)))
+    }
+
+    fn intern(&self, func: &mut Function, name: &str) -> fencelint_ir::Reg {
+        match &self.suffix {
+            Some(suffix) if self.is_declared(name) => func.intern_reg(&format!("{name}{suffix}")),
+            _ => func.intern_reg(name),
+        }
+    }
+}
+
+/// A `call` of a function named by the instruction (`call.uni (retval0), f, (param0, param1)`):
+/// the call's instruction, the callee, and the `.param` names the call passes and receives.
+struct CallSite {
+    inst: InstId,
+    /// The instructions of the body the call is in: the `.param` accesses of the call are
+    /// looked for there, and the instruction after the call, where the callee returns to, must
+    /// be one of them.
+    body_start: u32,
+    body_end: u32,
+    callee: String,
+    args: Vec<String>,
+    rets: Vec<String>,
+}
+
+impl CallSite {
+    /// The call site of `instruction`, lowered as `inst`; `None` for an indirect call (through a
+    /// register) and for anything else.
+    fn of(inst: InstId, instruction: &ast::Instruction<'_>, names: &Names<'_>) -> Option<Self> {
+        if instruction.mnemonic() != "call" {
+            return None;
+        }
+        let ops = &instruction.operands;
+        let at = ops.iter().position(|o| o.as_name().is_some())?;
+        let callee = ops[at].as_name().filter(|name| !names.is_reg(name))?;
+        let list = |o: Option<&ast::Operand<'_>>| match o.map(|o| &o.kind) {
+            Some(ast::OperandKind::List(items)) => {
+                items.iter().filter_map(ast::Operand::as_name).map(ToOwned::to_owned).collect()
+            }
+            _ => Vec::new(),
+        };
+        let rets = if at > 0 { list(ops.first()) } else { Vec::new() };
+        let args = list(ops.get(at + 1));
+        Some(Self {
+            inst,
+            body_start: 0,
+            body_end: u32::MAX,
+            callee: callee.to_owned(),
+            args,
+            rets,
+        })
+    }
+}
+
+/// The bodies of the functions of a module, by name, for [`inline_calls`].
+pub(crate) trait Callees {
+    /// Calls `f` with the function named `name` when the module defines it with a body.
+    fn with_body(&self, name: &str, f: &mut dyn FnMut(&ast::Function<'_>));
+}
+
+impl Callees for HashMap<&str, &ast::Function<'_>> {
+    fn with_body(&self, name: &str, f: &mut dyn FnMut(&ast::Function<'_>)) {
+        if let Some(function) = self.get(name).filter(|function| function.body.is_some()) {
+            f(function);
+        }
+    }
+}
+
+fn lower_function(
+    func: &ast::Function<'_>,
+    files: &HashMap<u32, &str>,
+    base: u32,
+    callees: &dyn Callees,
+) -> Function {
     let mut out = Function::new(func.name, func.is_kernel(), func.range.shifted(base));
     out.params = func.param_names().map(ToOwned::to_owned).collect();
     let statements = func.statements();
-
-    // Names declared with `.reg` anywhere in the body are registers, even without `%`.
-    let mut reg_names: HashSet<&str> = HashSet::new();
-    for statement in statements {
-        if let ast::Statement::Decl(decl) = statement
-            && decl.space == "reg"
-        {
-            reg_names.extend(decl.names.iter().map(|n| n.name));
-        }
+    let names = Names::new(statements, None);
+    let calls = lower_body(&mut out, statements, &names, files, base);
+    if !calls.is_empty() {
+        let own = out.insts.len();
+        let mut inliner =
+            Inliner { callees, files, base, stack: vec![func.name.to_owned()], count: 0 };
+        inliner.inline_calls(&mut out, calls, INLINE_BUDGET_MIN.max(own));
+        out.inlined_from = (out.insts.len() > own).then_some(own as u32);
     }
-    let is_reg = |name: &str| name.starts_with('%') || reg_names.contains(name);
+    out
+}
 
+/// Lowers the instructions of `statements` into `out`, after those it holds, and returns the
+/// calls among them.
+fn lower_body(
+    out: &mut Function,
+    statements: &[ast::Statement<'_>],
+    names: &Names<'_>,
+    files: &HashMap<u32, &str>,
+    base: u32,
+) -> Vec<CallSite> {
+    let offset = out.insts.len() as u32;
     let mut labels: HashMap<&str, u32> = HashMap::new();
     let mut branch_tables: HashMap<&str, Vec<String>> = HashMap::new();
     // At most one instruction a statement: sized once, not grown by doubling (an `Inst` is
     // a few hundred bytes, and growing copied them about twice over).
     let mut pending: Vec<Pending> = Vec::with_capacity(statements.len());
+    let mut calls = Vec::new();
     let mut loc: Option<SourceLocation> = None;
     let mut inlining = InlineSites::new(statements, files);
     for statement in statements {
@@ -312,7 +466,9 @@ fn lower_function(func: &ast::Function<'_>, files: &HashMap<u32, &str>, base: u3
                 }
             }
             ast::Statement::Instruction(instruction) => {
-                let mut lowered = lower_instruction(&mut out, instruction, &is_reg, base);
+                let id = InstId(offset + pending.len() as u32);
+                calls.extend(CallSite::of(id, instruction, names));
+                let mut lowered = lower_instruction(out, instruction, names, base);
                 lowered.inst.source.clone_from(&loc);
                 pending.push(lowered);
             }
@@ -347,7 +503,7 @@ fn lower_function(func: &ast::Function<'_>, files: &HashMap<u32, &str>, base: u3
         }
         for name in names {
             match labels.get(name.as_str()) {
-                Some(&idx) if idx < n => p.inst.control.targets.push(InstId(idx)),
+                Some(&idx) if idx < n => p.inst.control.targets.push(InstId(offset + idx)),
                 Some(_) => {
                     // A label after the last instruction: the branch leaves the function.
                     p.inst.control.exits = true;
@@ -362,7 +518,217 @@ fn lower_function(func: &ast::Function<'_>, files: &HashMap<u32, &str>, base: u3
         p.inst.control.targets.dedup();
         out.insts.push(p.inst);
     }
-    out
+    for call in &mut calls {
+        call.body_start = offset;
+        call.body_end = offset + n;
+    }
+    calls
+}
+
+/// Makes `out` end in an instruction that does not fall through, so that what is lowered
+/// after it is not reached by falling off its end: a function that ends in a conditional
+/// branch (or with no `ret`) gets a `ret` of its own at its end, which leaves the function.
+fn seal(out: &mut Function) {
+    let Some(last) = out.insts.last() else { return };
+    let control = &last.control;
+    if control.falls_through && !(control.exits && last.guard.is_none()) {
+        let at = TextRange::new(last.range.end, last.range.end);
+        let mut ret = Inst::new(at, "ret", InstKind::Exit);
+        ret.control = Control { exits: true, ..Control::default() };
+        ret.source.clone_from(&last.source);
+        out.insts.push(ret);
+    }
+}
+
+/// Joins the copy of `callee`'s body (`out.insts[entry..]`, lowered with `names`) to the call
+/// `site`: see [`Inliner::inline_calls`].
+fn bind(
+    out: &mut Function,
+    site: &CallSite,
+    callee: &ast::Function<'_>,
+    names: &Names<'_>,
+    entry: InstId,
+) {
+    let suffix = names.suffix.as_deref().unwrap_or("");
+    let call = site.inst.index();
+    let return_to = (site.inst.0 + 1 < site.body_end).then_some(InstId(site.inst.0 + 1));
+    let end = out.insts.len();
+    // Arguments: the caller's `st.param [param0], %rd1` before the call, the callee's
+    // `ld.param %rd2, [f_param_0]`.
+    for (arg, param) in site.args.iter().zip(callee.param_names()) {
+        let reg = out.intern_reg(&format!("{arg}{suffix}"));
+        for at in (site.body_start as usize..call).rev() {
+            if matches!(out.insts[at].kind, InstKind::Call) {
+                break;
+            }
+            if param_access(&out.insts[at], arg, false) {
+                let uses = out.insts[at].uses.clone();
+                into_copy(&mut out.insts[at], smallvec::smallvec![reg], uses);
+            }
+        }
+        for inst in &mut out.insts[entry.index()..end] {
+            if param_access(inst, param, true) {
+                let defs = inst.defs.clone();
+                into_copy(inst, defs, smallvec::smallvec![reg]);
+            }
+        }
+    }
+    // Results: the callee's `st.param [func_retval0], %r1`, the caller's `ld.param %r5,
+    // [retval0]` after the call.
+    let returns = callee.returns.iter().filter_map(ast::VarDecl::name);
+    for (ret, result) in site.rets.iter().zip(returns) {
+        let reg = out.intern_reg(&format!("{ret}{suffix}"));
+        for inst in &mut out.insts[entry.index()..end] {
+            if param_access(inst, result, false) {
+                let uses = inst.uses.clone();
+                into_copy(inst, smallvec::smallvec![reg], uses);
+            }
+        }
+        for at in call + 1..site.body_end.min(end as u32) as usize {
+            if matches!(out.insts[at].kind, InstKind::Call) {
+                break;
+            }
+            if param_access(&out.insts[at], ret, true) {
+                let defs = out.insts[at].defs.clone();
+                into_copy(&mut out.insts[at], defs, smallvec::smallvec![reg]);
+            }
+        }
+    }
+    // The copy's returns go back to the instruction after the call; so does falling off its end.
+    for inst in &mut out.insts[entry.index()..end] {
+        if matches!(inst.kind, InstKind::Return) {
+            inst.kind = InstKind::Branch;
+            let falls_through = inst.guard.is_some();
+            inst.control = Control {
+                targets: return_to.into_iter().collect(),
+                falls_through,
+                exits: return_to.is_none(),
+                indirect: false,
+            };
+        }
+    }
+    if let Some(last) = out.insts.last()
+        && last.control.falls_through
+        && !(last.control.exits && last.guard.is_none())
+    {
+        let mut back =
+            Inst::new(TextRange::new(last.range.end, last.range.end), "ret", InstKind::Branch);
+        back.control = Control {
+            targets: return_to.into_iter().collect(),
+            exits: return_to.is_none(),
+            ..Control::default()
+        };
+        back.source.clone_from(&last.source);
+        out.insts.push(back);
+    }
+    let call = &mut out.insts[call];
+    call.control.targets = vec![entry];
+    call.control.falls_through = call.guard.is_some();
+}
+
+/// Whether `inst` is a `.param` load (`load`) or store of the parameter `name`.
+fn param_access(inst: &Inst, name: &str, load: bool) -> bool {
+    let space = match (&inst.kind, load) {
+        (InstKind::Load(mem), true) | (InstKind::Store(mem), false) => mem.space,
+        _ => return false,
+    };
+    space == Space::Param
+        && matches!(&inst.address, Some(Address { base: AddrBase::Symbol(symbol), .. }) if &**symbol == name)
+}
+
+/// Makes `inst` a copy from `uses` to `defs`: a parameter passed through `.param` memory is a
+/// value passed from the caller's registers to the callee's.
+fn into_copy(inst: &mut Inst, defs: fencelint_ir::Regs, mut uses: fencelint_ir::Regs) {
+    let single = defs.len() == 1 && uses.len() == 1 && inst.guard.is_none();
+    let whole = inst.address.as_ref().is_none_or(|a| a.offset == 0);
+    inst.value = (single && whole).then(|| ValueOp::Copy(uses[0]));
+    if let Some(guard) = inst.guard {
+        uses.push(guard.reg);
+    }
+    inst.kind = InstKind::Move;
+    inst.alu = Some(AluOp::Move);
+    inst.address = None;
+    inst.extra_addresses.clear();
+    inst.pure_key = None;
+    inst.defs = defs;
+    inst.uses = uses;
+}
+
+/// The most instructions that inlining adds to a function, or as many as its own when that is
+/// more: a call tree that would add more is left with calls that fall through.
+const INLINE_BUDGET_MIN: usize = 16_384;
+
+/// How deep calls inside inlined bodies are inlined too.
+const INLINE_DEPTH_MAX: usize = 8;
+
+/// Lowers the bodies of called functions into their callers ([`Inliner::inline_calls`]).
+struct Inliner<'c, 'f> {
+    callees: &'c dyn Callees,
+    files: &'c HashMap<u32, &'f str>,
+    base: u32,
+    /// The caller and the functions being inlined into it, outermost first: a call of one of
+    /// them (recursion) is not inlined.
+    stack: Vec<String>,
+    /// Bodies inlined so far, for the register suffixes.
+    count: usize,
+}
+
+impl Inliner<'_, '_> {
+    /// Lowers the body of the callee of each call of `calls` (instructions of `out`) after
+    /// `out`'s instructions, and joins it to the call: the call jumps to the copy, the copy's
+    /// `ret` jumps back to the instruction after the call, and the `.param` stores and loads
+    /// that pass arguments and results become copies between the caller's registers and the
+    /// copy's. A `__noinline__` device function stays a `.func` in PTX; a wait or a poll in it
+    /// is a wait in its caller all the same. Each call gets its own copy (registers renamed
+    /// apart), so paths through a callee return to their own caller. Not inlined: calls
+    /// through a register, of a function the module only declares, recursion, calls nested
+    /// deeper than [`INLINE_DEPTH_MAX`], and calls past `budget` instructions added.
+    fn inline_calls(&mut self, out: &mut Function, calls: Vec<CallSite>, budget: usize) {
+        // What inlining has cost so far (every body counts for one instruction at least), and
+        // the size of each callee looked up (`None`: no body), so that a callee too large for
+        // what is left is not looked up (parsed, on the by-function path) again.
+        let mut spent = 0usize;
+        let mut sizes: HashMap<String, Option<usize>> = HashMap::new();
+        let mut work: Vec<(CallSite, usize)> = calls.into_iter().rev().map(|c| (c, 0)).collect();
+        while let Some((site, depth)) = work.pop() {
+            // The stack holds the caller and then, depth first, the callees being inlined: its
+            // first `depth + 1` entries are the bodies the call sits in.
+            if depth >= INLINE_DEPTH_MAX || self.stack[..=depth].contains(&site.callee) {
+                continue;
+            }
+            match sizes.get(&site.callee) {
+                Some(None) => continue,
+                Some(Some(size)) if spent + size > budget => continue,
+                _ => {}
+            }
+            let callees = self.callees;
+            let mut nested = None;
+            let mut size = None;
+            callees.with_body(&site.callee, &mut |callee| {
+                let statements = callee.statements();
+                let cost = statements.len().max(1);
+                size = Some(cost);
+                if spent + cost > budget {
+                    return;
+                }
+                spent += cost;
+                self.count += 1;
+                let names =
+                    Names::new(statements, Some(format!("@{}#{}", callee.name, self.count)));
+                seal(out);
+                let entry = InstId(out.insts.len() as u32);
+                let calls = lower_body(out, statements, &names, self.files, self.base);
+                bind(out, &site, callee, &names, entry);
+                nested = Some(calls);
+            });
+            sizes.insert(site.callee.clone(), size);
+            if let Some(calls) = nested {
+                self.stack.truncate(depth + 1);
+                self.stack.push(site.callee.clone());
+                work.extend(calls.into_iter().rev().map(|c| (c, depth + 1)));
+            }
+        }
+    }
 }
 
 fn first_word(text: &str) -> &str {
@@ -372,13 +738,13 @@ fn first_word(text: &str) -> &str {
 fn lower_instruction(
     func: &mut Function,
     instruction: &ast::Instruction<'_>,
-    is_reg: &impl Fn(&str) -> bool,
+    names: &Names<'_>,
     base: u32,
 ) -> Pending {
     let kind = classify(instruction);
     let mut inst = Inst::new(instruction.range.shifted(base), instruction.opcode, kind);
     if let Some(guard) = &instruction.guard {
-        let reg = func.intern_reg(guard.register);
+        let reg = names.intern(func, guard.register);
         inst.guard = Some(Guard { reg, negated: guard.negated });
         inst.uses.push(reg);
     }
@@ -387,14 +753,14 @@ fn lower_instruction(
     let has_dest = has_destination(instruction) && !operands.is_empty();
     for (i, operand) in operands.iter().enumerate() {
         // Inline: most operands name one register, vectors a few.
-        let mut names: SmallVec<[&str; 4]> = SmallVec::new();
+        let mut registers: SmallVec<[&str; 4]> = SmallVec::new();
         operand.visit_names(&mut |name| {
-            if is_reg(name) {
-                names.push(name);
+            if names.is_reg(name) {
+                registers.push(name);
             }
         });
-        for name in names {
-            let reg = func.intern_reg(name);
+        for name in registers {
+            let reg = names.intern(func, name);
             let is_def = has_dest && i == 0 && operand.as_address().is_none();
             if is_def {
                 inst.defs.push(reg);
@@ -411,23 +777,23 @@ fn lower_instruction(
     if let InstKind::Wgmma(WgmmaOp::Mma { register_a }) = &mut inst.kind
         && let Some(ast::OperandKind::Vector(a)) = operands.get(1).map(|o| &o.kind)
         && let Some(ast::OperandKind::Name(first)) = a.first().map(|o| &o.kind)
-        && is_reg(first)
+        && names.is_reg(first)
     {
-        *register_a = Some(func.intern_reg(first));
+        *register_a = Some(names.intern(func, first));
     }
 
     // Memory operands: the first address is the accessed location.
-    let mut addresses = operands.iter().filter_map(|o| address_of(func, o, is_reg));
+    let mut addresses = operands.iter().filter_map(|o| address_of(func, o, names));
     if touches_memory(&inst.kind) {
         inst.address = addresses.next();
         let rest: Vec<Address> = addresses.collect();
         add_extra_addresses(&mut inst, instruction, rest);
     }
 
-    inst.value = value_op(func, instruction, is_reg);
+    inst.value = value_op(func, instruction, names);
     inst.alu = alu_op(instruction);
     if inst.guard.is_none() && inst.defs.len() == 1 && has_dest {
-        inst.pure_key = pure_key(instruction, is_reg);
+        inst.pure_key = pure_key(instruction, names);
     }
     set_control(&mut inst, instruction);
     let targets = if matches!(inst.kind, InstKind::Branch) {
@@ -506,11 +872,11 @@ fn touches_memory(kind: &InstKind) -> bool {
 fn address_of(
     func: &mut Function,
     operand: &ast::Operand<'_>,
-    is_reg: &impl Fn(&str) -> bool,
+    names: &Names<'_>,
 ) -> Option<Address> {
     let address = operand.as_address()?;
     let base = match address.base {
-        Some(name) if is_reg(name) => AddrBase::Reg(func.intern_reg(name)),
+        Some(name) if names.is_reg(name) => AddrBase::Reg(names.intern(func, name)),
         Some(name) => AddrBase::Symbol(name.into()),
         None => AddrBase::Absolute,
     };
@@ -520,17 +886,17 @@ fn address_of(
 fn value_op(
     func: &mut Function,
     instruction: &ast::Instruction<'_>,
-    is_reg: &impl Fn(&str) -> bool,
+    names: &Names<'_>,
 ) -> Option<ValueOp> {
     let ops = &instruction.operands;
     let src = ops.get(1)?;
     let reg_of = |func: &mut Function, op: &ast::Operand<'_>| {
-        op.as_name().filter(|n| is_reg(n)).map(|n| func.intern_reg(n))
+        op.as_name().filter(|n| names.is_reg(n)).map(|n| names.intern(func, n))
     };
     match instruction.mnemonic() {
         "ld" if instruction.has_modifier("param") => {
             let address = src.as_address()?;
-            address.base.filter(|b| !is_reg(b)).map(|b| ValueOp::Param(b.into()))
+            address.base.filter(|b| !names.is_reg(b)).map(|b| ValueOp::Param(b.into()))
         }
         "mov" | "cvta" | "cvt" => {
             if let Some(reg) = reg_of(func, src) {
@@ -586,7 +952,11 @@ fn value_op(
                 ast::OperandKind::Negated(name) => (name, true),
                 _ => return None,
             };
-            is_reg(name).then(|| ValueOp::Vote { all, src: func.intern_reg(name), negated })
+            names.is_reg(name).then(|| ValueOp::Vote {
+                all,
+                src: names.intern(func, name),
+                negated,
+            })
         }
         "not" if instruction.modifiers() == ["pred"] && ops.len() == 2 => {
             reg_of(func, src).map(ValueOp::PredNot)
@@ -685,7 +1055,7 @@ fn int_compare(relation: &str, ty: &str) -> Option<IntCompare> {
 /// [`Inst::pure_key`] of an instruction with one destination register and no guard: the opcode
 /// and the source operands that are not registers, when the mnemonic computes its result from
 /// its operands alone and every source is a register or a literal.
-fn pure_key(instruction: &ast::Instruction<'_>, is_reg: &impl Fn(&str) -> bool) -> Option<u64> {
+fn pure_key(instruction: &ast::Instruction<'_>, names: &Names<'_>) -> Option<u64> {
     if !is_pure_mnemonic(instruction.mnemonic()) {
         return None;
     }
@@ -693,8 +1063,8 @@ fn pure_key(instruction: &ast::Instruction<'_>, is_reg: &impl Fn(&str) -> bool) 
     instruction.opcode.hash(&mut hasher);
     for operand in instruction.operands.iter().skip(1) {
         match operand.kind {
-            ast::OperandKind::Name(name) if is_reg(name) => 0u8.hash(&mut hasher),
-            ast::OperandKind::Negated(name) if is_reg(name) => 1u8.hash(&mut hasher),
+            ast::OperandKind::Name(name) if names.is_reg(name) => 0u8.hash(&mut hasher),
+            ast::OperandKind::Negated(name) if names.is_reg(name) => 1u8.hash(&mut hasher),
             ast::OperandKind::Integer(value) => (2u8, value).hash(&mut hasher),
             ast::OperandKind::Float(value) => (3u8, value.to_bits()).hash(&mut hasher),
             // The address of a variable or parameter: a constant.

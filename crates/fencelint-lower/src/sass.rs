@@ -404,6 +404,9 @@ struct Body<'a> {
     addresses: Vec<u64>,
     /// The branches whose targets are resolved at the end.
     branches: Vec<(InstId, BranchRef<'a>)>,
+    /// The calls, whose targets are resolved at the end too: a call into the function's own
+    /// code (a subroutine) is followed there and back.
+    calls: Vec<(InstId, BranchRef<'a>)>,
     /// Where the first instruction starts (kept or not): the function's header ends there.
     first_start: Option<u32>,
     /// The last chain of call sites lowered (`-gi`), with the parser's chain it came from (kept
@@ -433,6 +436,7 @@ impl<'a> Body<'a> {
             insts: Vec::with_capacity(capacity),
             addresses: Vec::with_capacity(capacity),
             branches: Vec::new(),
+            calls: Vec::new(),
             first_start: None,
             inlined: None,
         }
@@ -474,7 +478,10 @@ impl<'a> Body<'a> {
         if let Some(slot) = self.insts.last_mut()
             && let Some(branch) = lower_inst(&mut self.lowering, slot, inst, operands, facts, table)
         {
-            self.branches.push((id, branch));
+            match slot.kind {
+                InstKind::Call => self.calls.push((id, branch)),
+                _ => self.branches.push((id, branch)),
+            }
         }
         if let Some(sites) = &inst.inlined_at
             && inst.src_line.is_some()
@@ -497,20 +504,20 @@ impl<'a> Body<'a> {
     ) -> Function {
         let targets = Targets { addresses: &self.addresses, labels: &header.labels };
         let mut sorted: Vec<(&str, u64)> = Vec::new();
-        if self.branches.iter().any(|(_, branch)| matches!(branch, BranchRef::Label(_))) {
+        if self.branches.iter().chain(&self.calls).any(|(_, b)| matches!(b, BranchRef::Label(_))) {
             sorted = header.labels.iter().map(|label| (label.name, label.address)).collect();
             sorted.sort_unstable();
         }
+        let label_address =
+            |label: &str| match sorted.binary_search_by(|(name, _)| (*name).cmp(label)) {
+                Ok(index) => Some(sorted[index].1),
+                Err(_) => (label == header.name).then_some(0),
+            };
         for (id, branch) in std::mem::take(&mut self.branches) {
             let control = &mut self.insts[id.index()].control;
             let address = match branch {
                 BranchRef::Address(address) => Some(address),
-                BranchRef::Label(label) => {
-                    match sorted.binary_search_by(|(name, _)| (*name).cmp(label)) {
-                        Ok(index) => Some(sorted[index].1),
-                        Err(_) => (label == header.name).then_some(0),
-                    }
-                }
+                BranchRef::Label(label) => label_address(label),
                 BranchRef::Listed(list) => {
                     match targets.listed(list) {
                         Some(ids) => control.targets = ids,
@@ -529,11 +536,33 @@ impl<'a> Body<'a> {
                 None => control.indirect = true,
             }
         }
+        // A call into the function's own code goes there, and the subroutine's returns come
+        // back after it; a call to anything else (`CALL.ABS.NOINC `(__assertfail)`, another
+        // function, an unknown target) stays an instruction that falls through.
+        let mut subroutine_calls = Vec::new();
+        for (id, call) in std::mem::take(&mut self.calls) {
+            let address = match call {
+                BranchRef::Address(address) => Some(address),
+                BranchRef::Label(label) => label_address(label),
+                BranchRef::Listed(_) | BranchRef::Unknown => None,
+            };
+            let Some(entry) = address.and_then(|a| resolve(&self.addresses, a)) else { continue };
+            let inst = &mut self.insts[id.index()];
+            inst.control.targets.push(entry);
+            inst.control.falls_through = inst.guard.is_some();
+            subroutine_calls.push((id, entry));
+        }
+        let inlined_from = if subroutine_calls.is_empty() {
+            None
+        } else {
+            inline_subroutines(&mut self.insts, subroutine_calls)
+        };
         let mut func = self.lowering.func;
         header.name.clone_into(&mut func.name);
         func.range = header.range.shifted(base);
         func.is_kernel = is_kernel(header, self.first_start, text, format);
         func.insts = self.insts;
+        func.inlined_from = inlined_from;
         func
     }
 }
@@ -721,8 +750,27 @@ fn lower_inst<'a>(
     }
     if let Some(rule) = meaning.and_then(|m| m.value) {
         out.value = value_op(func, rule, inst.opcode, operands);
+        forget_self_copy(out);
     }
     set_control(func, out, inst, operands, meaning.is_some_and(|m| m.indirect))
+}
+
+/// Makes a register copied onto itself (`MOV R6, R6`, `IMAD.MOV.U32 R6, RZ, RZ, R6`,
+/// `IADD3 R6, R6, RZ, RZ`) an instruction that reads and writes nothing. Debug builds (`-G`)
+/// emit such copies by the hundred to keep each variable's location, inside poll loops too;
+/// taken as definitions, they made every register they touch look computed inside the loop
+/// (the poll's address was no longer invariant) and stretched the chains that slices follow.
+/// A copy of a register onto itself changes no value, guarded or not.
+fn forget_self_copy(out: &mut Inst) {
+    if let Some(ValueOp::Copy(src)) = out.value
+        && out.defs.as_slice() == [src]
+    {
+        out.defs.clear();
+        out.uses.clear();
+        out.guard = None;
+        out.value = None;
+        out.alu = None;
+    }
 }
 
 fn uses_of_address(func: &mut Lowering, address: &fencelint_sass::Address, uses: &mut Regs) {
@@ -1197,6 +1245,203 @@ fn isetp_ex_value(
 }
 
 /// The first instruction at or after `address`, if the function has one.
+/// The most instructions that copies of subroutines add to a function, or as many as its own
+/// when that is more; calls past it stay instructions that fall through.
+const SUBROUTINE_BUDGET_MIN: usize = 16_384;
+
+/// Follows calls into the function's own subroutines. ptxas places the code of a
+/// `__noinline__` function after the kernel's own code, as a subroutine of the kernel
+/// (`CALL.REL.NOINC 0xe0` ... `RET.REL.NODEC R4`), and calls small helpers of its own that way
+/// (`WARPSYNC` sequences in NCCL's `sm_80` kernels). Each call gets its own copy of the subroutine's
+/// instructions, placed after the function's, whose returns go back to the instruction after
+/// that call: paths through a subroutine return to their own caller (one shared copy would
+/// join every caller to every return site, and make loops of code that has none). The
+/// subroutine is what a walk from its entry reaches without passing a return (a nested call
+/// continues after itself); it must hold a return. Not followed: a call to the next
+/// instruction, a target with no return, recursion, and calls past the budget.
+fn inline_subroutines(insts: &mut Vec<Inst>, calls: Vec<(InstId, InstId)>) -> Option<u32> {
+    let original = insts.len();
+    let budget = SUBROUTINE_BUDGET_MIN.max(original);
+    // The subroutine at each entry looked at (`None`: not one, or too large); the walks that
+    // find them share one budget of steps, as hostile input can call thousands of targets.
+    let mut regions: HashMap<InstId, Option<Arc<[InstId]>>> = HashMap::new();
+    let mut steps = 4 * budget;
+    let mut seen = vec![u32::MAX; original];
+    let main = reached_without_calls(insts);
+    let mut first_copy = None;
+    // (call, entry, where the call returns to, the entries of the copies the call sits in: no
+    // recursion into them)
+    let mut work: Vec<(InstId, InstId, Option<InstId>, Vec<InstId>)> = calls
+        .into_iter()
+        .rev()
+        .map(|(call, entry)| {
+            let return_to = (call.index() + 1 < original).then_some(InstId(call.0 + 1));
+            (call, entry, return_to, Vec::new())
+        })
+        .collect();
+    while let Some((call, entry, return_to, within)) = work.pop() {
+        if entry.0 == call.0 + 1 || within.contains(&entry) {
+            continue;
+        }
+        let left = budget.saturating_sub(insts.len() - original);
+        let stamp = regions.len() as u32;
+        let region = regions
+            .entry(entry)
+            .or_insert_with(|| {
+                let walk =
+                    Walk { max: left, steps: &mut steps, seen: &mut seen, stamp, main: &main };
+                subroutine(&insts[..original], entry, walk).map(Arc::from)
+            })
+            .clone();
+        let Some(region) = region else { continue };
+        if region.len() > left {
+            continue;
+        }
+        if first_copy.is_none() {
+            seal(insts);
+            first_copy = Some(insts.len() as u32);
+        }
+        let base = insts.len() as u32;
+        let moved = |id: InstId| region.binary_search(&id).ok().map(|k| InstId(base + k as u32));
+        let mut nested = Vec::new();
+        for &id in region.iter() {
+            let mut copy = insts[id.index()].clone();
+            if matches!(copy.kind, InstKind::Return) {
+                copy.control.targets = return_to.into_iter().collect();
+                copy.control.exits = return_to.is_none();
+            } else if matches!(copy.kind, InstKind::Call) {
+                // A nested call: followed from its copy in turn. What comes after it is in the
+                // region (the walk went on there), right after it.
+                if let Some(&target) = copy.control.targets.first() {
+                    let at = moved(id).unwrap_or(id);
+                    nested.push((at, target, moved(InstId(id.0 + 1))));
+                }
+            } else {
+                for target in &mut copy.control.targets {
+                    *target = moved(*target).unwrap_or(*target);
+                }
+            }
+            insts.push(copy);
+        }
+        let copy_entry = moved(entry).unwrap_or(entry);
+        let site = &mut insts[call.index()];
+        site.control.targets = vec![copy_entry];
+        site.control.falls_through = site.guard.is_some();
+        let mut inner = within.clone();
+        inner.push(entry);
+        work.extend(nested.into_iter().rev().map(|(c, e, r)| (c, e, r, inner.clone())));
+    }
+    // Calls that were not followed fall through, as calls of other functions do.
+    for inst in insts.iter_mut() {
+        if matches!(inst.kind, InstKind::Call)
+            && inst.control.targets.first().is_some_and(|t| t.index() < original)
+        {
+            inst.control.targets.clear();
+            inst.control.falls_through = true;
+        }
+    }
+    first_copy
+}
+
+/// Makes the function's own code end in an instruction that does not fall through, so that
+/// the copies placed after it are not reached by falling off its end (a listing's last
+/// instructions are `NOP`s after a `BRA` to itself): an `EXIT` of no width at its end.
+fn seal(insts: &mut Vec<Inst>) {
+    let Some(last) = insts.last() else { return };
+    let control = &last.control;
+    if control.falls_through && !(control.exits && last.guard.is_none()) {
+        let end = last.range.end;
+        let at = fencelint_source::TextRange::new(end, end);
+        let mut exit = Inst::new(at, "EXIT", InstKind::Exit);
+        exit.control = Control { exits: true, ..Control::default() };
+        // The address after the last instruction: no instruction of the listing has it.
+        exit.sass_address = last.sass_address.map(|a| a + 16);
+        exit.ptx_line = last.ptx_line;
+        exit.source.clone_from(&last.source);
+        insts.push(exit);
+    }
+}
+
+/// The instructions reached from the function's entry when calls fall through: its own code,
+/// which no subroutine shares.
+fn reached_without_calls(insts: &[Inst]) -> Vec<bool> {
+    let mut reached = vec![false; insts.len()];
+    let mut work = vec![InstId(0)];
+    while let Some(at) = work.pop() {
+        if at.index() >= insts.len() || std::mem::replace(&mut reached[at.index()], true) {
+            continue;
+        }
+        let inst = &insts[at.index()];
+        if matches!(inst.kind, InstKind::Call) {
+            work.push(InstId(at.0 + 1));
+            continue;
+        }
+        work.extend(inst.control.targets.iter().copied());
+        let control = &inst.control;
+        if control.falls_through && !(control.exits && inst.guard.is_none()) {
+            work.push(InstId(at.0 + 1));
+        }
+    }
+    reached
+}
+
+/// What a walk for a subroutine may visit and has visited.
+struct Walk<'w> {
+    /// The most instructions the subroutine may hold.
+    max: usize,
+    /// The steps left to all walks of the function.
+    steps: &'w mut usize,
+    /// The instructions visited, marked with `stamp` (one stamp per walk).
+    seen: &'w mut [u32],
+    stamp: u32,
+    /// The function's own code ([`reached_without_calls`]).
+    main: &'w [bool],
+}
+
+/// The instructions of the subroutine at `entry`, in order: what a walk from it reaches
+/// without passing a return (a call continues after itself). `None` when no return is reached,
+/// when the walk reaches the function's own code, when the subroutine holds more than
+/// `walk.max` instructions, or when the walk runs out of steps. ptxas also uses a `CALL` into
+/// the middle of a kernel's own code, with a `RET` to an address set just before it (`MOV R11,
+/// 0x60` ... `RET.REL.NODEC R4`) as a jump: that is no subroutine, and a copy of it returning
+/// after the call would be a path the kernel does not take.
+fn subroutine(insts: &[Inst], entry: InstId, walk: Walk<'_>) -> Option<Vec<InstId>> {
+    let Walk { max, steps, seen, stamp, main } = walk;
+    let mut region = Vec::new();
+    let mut returns = false;
+    let mut work = vec![entry];
+    while let Some(at) = work.pop() {
+        if at.index() >= insts.len() || std::mem::replace(&mut seen[at.index()], stamp) == stamp {
+            continue;
+        }
+        if region.len() == max || *steps == 0 || main[at.index()] {
+            return None;
+        }
+        *steps -= 1;
+        region.push(at);
+        let inst = &insts[at.index()];
+        let next = InstId(at.0 + 1);
+        match inst.kind {
+            InstKind::Return => {
+                returns = true;
+                if inst.guard.is_some() {
+                    work.push(next);
+                }
+            }
+            InstKind::Call => work.push(next),
+            _ => {
+                work.extend(inst.control.targets.iter().copied());
+                let control = &inst.control;
+                if control.falls_through && !(control.exits && inst.guard.is_none()) {
+                    work.push(next);
+                }
+            }
+        }
+    }
+    region.sort_unstable();
+    returns.then_some(region)
+}
+
 fn resolve(addresses: &[u64], address: u64) -> Option<InstId> {
     let index = addresses.partition_point(|&a| a < address);
     (index < addresses.len()).then_some(InstId(index as u32))
@@ -1280,6 +1525,16 @@ fn set_control<'a>(
             out.control = Control { falls_through: guarded, exits: true, ..Control::default() };
             None
         }
+        // `CALL.REL.NOINC 0xe0`, `` CALL.REL.NOINC `($kernel$callee) ``: resolved at the end of
+        // the function ([`link_returns`]); `CALL.ABS` names another function or nothing.
+        InstKind::Call => Some(match inst.branch_target {
+            Some(target) => BranchRef::Address(target),
+            None => operands
+                .iter()
+                .rev()
+                .find_map(Operand::label)
+                .map_or(BranchRef::Unknown, BranchRef::Label),
+        }),
         _ => None,
     }
 }

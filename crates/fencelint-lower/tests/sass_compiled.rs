@@ -44,8 +44,27 @@ fn check(path: &Path, format: SassFormat, modules: &[Module]) -> Vec<String> {
             if func.insts.is_empty() {
                 problems.push(format!("`{}` has no instructions", func.name));
             }
+            // The function's own code is in address order; copies of its subroutines follow
+            // it (one per call, `Function::inlined_from`), each in address order, with the
+            // addresses of the subroutine's own instructions.
+            let own = func.inlined_from.map_or(func.insts.len(), |k| k as usize);
+            let own_addresses: Vec<Option<u64>> =
+                func.insts[..own].iter().map(|i| i.sass_address).collect();
+            for inst in &func.insts[own..] {
+                if !own_addresses.contains(&inst.sass_address) {
+                    problems.push(format!(
+                        "`{}` {:?} `{}`: a copied instruction with an address not in the function",
+                        func.name, inst.sass_address, inst.opcode
+                    ));
+                }
+            }
+            if own < func.insts.len()
+                && !func.insts[own..].iter().any(|i| i.kind == InstKind::Return)
+            {
+                problems.push(format!("`{}`: copied code without a return", func.name));
+            }
             let mut previous = None;
-            for inst in &func.insts {
+            for inst in &func.insts[..own] {
                 let at = format!(
                     "`{}` {:#06x} `{}`",
                     func.name,

@@ -118,11 +118,14 @@ pub fn audit_modules(
             continue;
         };
         audit.paired.push(sass_func.name.clone());
+        // Called code is copied once per call on both sides, so a PTX line stands for several
+        // places of each: the functions are compared as written, calls falling through.
+        let (ptx_func, sass_func) = (ptx_func.own_code(), sass_func.own_code());
         let pair = Pair {
             ptx_file: ptx.file.unwrap_or(FileId(0)),
             sass_file: sass.file.unwrap_or(FileId(0)),
-            ptx: ptx_func,
-            sass: sass_func,
+            ptx: &ptx_func,
+            sass: &sass_func,
             lines,
             producer: producer.as_deref(),
             options,

@@ -615,3 +615,93 @@ fn the_opcode_hash_reads_every_byte() {
         (0..4096).map(|n| hash(&format!("AAAAAAAA.{n:05}.BBBBBBBB"))).collect();
     assert_eq!(hashes.len(), 4096);
 }
+
+/// Two calls of one subroutine (the shape ptxas gives a `__noinline__` function, hand-written):
+/// each call goes to a copy of its own, whose return comes back after that call only.
+const TWO_CALLS: &str = "
+	code for sm_90a
+	.target	sm_90a
+
+		Function : twice
+	.headerflags	@\"EF_CUDA_ACCELERATORS EF_CUDA_SM90 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)\"
+        /*0000*/                   MOV R2, 0x20 ;
+        /*0010*/                   CALL.REL.NOINC 0x60 ;
+        /*0020*/                   MOV R2, 0x40 ;
+        /*0030*/                   CALL.REL.NOINC 0x60 ;
+        /*0040*/                   EXIT ;
+        /*0050*/                   BRA 0x50;
+        /*0060*/                   LDG.E.STRONG.GPU R0, desc[UR4][R4.64] ;
+        /*0070*/                   ISETP.NE.AND P0, PT, R0, RZ, PT ;
+        /*0080*/              @!P0 BRA 0x60 ;
+        /*0090*/                   RET.REL.NODEC R2 0x0 ;
+        /*00a0*/                   BRA 0xa0;
+		..........
+";
+
+#[test]
+fn each_call_of_a_subroutine_returns_to_its_own_caller() {
+    let modules = lower(TWO_CALLS, SassFormat::CuobjdumpText);
+    let f = only_function(&modules);
+    // Eleven own instructions, then two copies of the four of the subroutine.
+    assert_eq!(f.inlined_from, Some(11));
+    assert_eq!(f.insts.len(), 19);
+    let (first, second) = (&f.insts[1], &f.insts[3]);
+    assert_eq!(first.control.targets, vec![InstId(11)]);
+    assert_eq!(second.control.targets, vec![InstId(15)]);
+    assert!(!first.control.falls_through && !second.control.falls_through);
+    for (copy, back) in [(11, 2), (15, 4)] {
+        let loop_branch = &f.insts[copy + 2];
+        assert_eq!(loop_branch.control.targets, vec![InstId(copy as u32)]);
+        let ret = &f.insts[copy + 3];
+        assert_eq!(ret.kind, InstKind::Return);
+        assert_eq!(ret.control.targets, vec![InstId(back)]);
+        assert!(!ret.control.exits);
+        assert_eq!(ret.sass_address, Some(0x90));
+    }
+    // The subroutine as written is reached by no one; the function as written calls nothing.
+    let own = f.own_code();
+    assert_eq!(own.insts.len(), 11);
+    assert!(own.insts[1].control.targets.is_empty() && own.insts[1].control.falls_through);
+}
+
+/// A call whose target holds no return (ptxas calls the next instruction to push a return
+/// address) stays an instruction that falls through.
+#[test]
+fn a_call_of_the_next_instruction_falls_through() {
+    let text = TWO_CALLS.replace(
+        "CALL.REL.NOINC 0x60 ;\n        /*0020*/",
+        "CALL.REL.NOINC 0x20 ;\n        /*0020*/",
+    );
+    let modules = lower(&text, SassFormat::CuobjdumpText);
+    let f = only_function(&modules);
+    assert!(f.insts[1].control.targets.is_empty() && f.insts[1].control.falls_through);
+    assert_eq!(f.insts[3].control.targets, vec![InstId(11)]);
+}
+
+/// ptxas also uses a `CALL` into the kernel's own code, whose `RET` goes to an address set
+/// before it, as a jump (hand-written, in the shape of NCCL's `sm_80` symmetric kernels): the
+/// code it reaches is the kernel's own, so it is no subroutine and is not copied.
+#[test]
+fn a_call_into_the_kernels_own_code_is_no_subroutine() {
+    let text = "
+	code for sm_80
+	.target	sm_80
+
+		Function : jump
+	.headerflags	@\"EF_CUDA_ACCELERATORS EF_CUDA_SM80 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM80)\"
+        /*0000*/                   ISETP.NE.AND P0, PT, R0, RZ, PT ;
+        /*0010*/               @P0 CALL.REL.NOINC 0x30 ;
+        /*0020*/                   BRA 0x40 ;
+        /*0030*/                   LDG.E R2, desc[UR4][R4.64] ;
+        /*0040*/                   MOV R4, 0x60 ;
+        /*0050*/                   RET.REL.NODEC R4 0x0 ;
+        /*0060*/                   EXIT ;
+        /*0070*/                   BRA 0x70;
+		..........
+";
+    let modules = lower(text, SassFormat::CuobjdumpText);
+    let f = only_function(&modules);
+    assert_eq!(f.inlined_from, None);
+    assert_eq!(f.insts.len(), 8);
+    assert!(f.insts[1].control.targets.is_empty() && f.insts[1].control.falls_through);
+}
