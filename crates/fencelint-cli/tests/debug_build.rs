@@ -57,7 +57,8 @@ fn findings(file: &Path, bin: &Path) -> BTreeSet<(String, String)> {
 fn debug_builds_poll_like_release_builds() {
     let Some(bin) = cuda_bin() else {
         eprintln!(
-            "NOT RUN: debug_builds_poll_like_release_builds needs nvcc and cuobjdump in FENCELINT_CUDA_BIN"
+            "NOT RUN: debug_builds_poll_like_release_builds needs nvcc and cuobjdump in \
+             FENCELINT_CUDA_BIN"
         );
         return;
     };

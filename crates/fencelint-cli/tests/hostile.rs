@@ -420,7 +420,8 @@ fn calls_by_the_thousand_stay_bounded() {
     text.push_str(".func h()\n{\n\tcall.uni g, ();\n\tret;\n}\n");
     let mut body = String::new();
     for _ in 0..60_000 {
-        body.push_str("\t{\n\t.param .b64 param0;\n\tst.param.b64 [param0], %rd1;\n\tcall.uni f, (param0);\n\t}\n");
+        body.push_str("\t{\n\t.param .b64 param0;\n\tst.param.b64 [param0], %rd1;\n");
+        body.push_str("\tcall.uni f, (param0);\n\t}\n");
     }
     body.push_str("\tcall.uni g, ();\n");
     text.push_str(&kernel(&body));

@@ -170,8 +170,10 @@ impl Callees for SpanCallees<'_, '_> {
         if !parsed.errors.is_empty() {
             return;
         }
-        if let Some(function) = parsed.value.functions().find(|g| g.name == name) {
-            module_callees(&parsed.value).with_body(function.name, f);
+        if let Some(function) =
+            parsed.value.functions().find(|g| g.name == name && g.body.is_some())
+        {
+            f(function);
         }
     }
 }
@@ -307,9 +309,10 @@ struct Pending {
 struct Names<'a> {
     /// The names declared with `.reg`, a parametrized `%r<8>` as `%r` with its count.
     declared: HashMap<&'a str, Option<u32>>,
-    /// For a callee's body lowered into its caller ([`inline_calls`]): what is appended to each
-    /// register the body declares, so that its registers are not the caller's. Special
-    /// registers (`%tid.x`, `%laneid`, `%clock64`) are the thread's own and keep their names.
+    /// For a callee's body lowered into its caller ([`Inliner::inline_calls`]): what is
+    /// appended to each register the body declares, so that its registers are not the
+    /// caller's. Special registers (`%tid.x`, `%laneid`, `%clock64`) are the thread's own and
+    /// keep their names.
     suffix: Option<String>,
 }
 
@@ -392,7 +395,7 @@ impl CallSite {
     }
 }
 
-/// The bodies of the functions of a module, by name, for [`inline_calls`].
+/// The bodies of the functions of a module, by name, for [`Inliner::inline_calls`].
 pub(crate) trait Callees {
     /// Calls `f` with the function named `name` when the module defines it with a body.
     fn with_body(&self, name: &str, f: &mut dyn FnMut(&ast::Function<'_>));
@@ -632,8 +635,11 @@ fn param_access(inst: &Inst, name: &str, load: bool) -> bool {
         (InstKind::Load(mem), true) | (InstKind::Store(mem), false) => mem.space,
         _ => return false,
     };
-    space == Space::Param
-        && matches!(&inst.address, Some(Address { base: AddrBase::Symbol(symbol), .. }) if &**symbol == name)
+    let symbol = match &inst.address {
+        Some(Address { base: AddrBase::Symbol(symbol), .. }) => &**symbol,
+        _ => return false,
+    };
+    space == Space::Param && symbol == name
 }
 
 /// Makes `inst` a copy from `uses` to `defs`: a parameter passed through `.param` memory is a

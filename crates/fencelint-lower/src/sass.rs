@@ -1252,13 +1252,14 @@ const SUBROUTINE_BUDGET_MIN: usize = 16_384;
 /// Follows calls into the function's own subroutines. ptxas places the code of a
 /// `__noinline__` function after the kernel's own code, as a subroutine of the kernel
 /// (`CALL.REL.NOINC 0xe0` ... `RET.REL.NODEC R4`), and calls small helpers of its own that way
-/// (`WARPSYNC` sequences in NCCL's `sm_80` kernels). Each call gets its own copy of the subroutine's
-/// instructions, placed after the function's, whose returns go back to the instruction after
-/// that call: paths through a subroutine return to their own caller (one shared copy would
-/// join every caller to every return site, and make loops of code that has none). The
-/// subroutine is what a walk from its entry reaches without passing a return (a nested call
-/// continues after itself); it must hold a return. Not followed: a call to the next
-/// instruction, a target with no return, recursion, and calls past the budget.
+/// (`WARPSYNC` sequences in NCCL's `sm_80` kernels). Each call gets its own copy of the
+/// subroutine's instructions, placed after the function's, whose returns go back to the
+/// instruction after that call: paths through a subroutine return to their own caller (one
+/// shared copy would join every caller to every return site, and make loops of code that has
+/// none). The subroutine is what a walk from its entry reaches without passing a return (a
+/// nested call continues after itself); it must hold a return and share no instruction with
+/// the function's own code ([`subroutine`]). Not followed: a call to the next instruction, a
+/// target that is no subroutine, recursion, and calls past the budget.
 fn inline_subroutines(insts: &mut Vec<Inst>, calls: Vec<(InstId, InstId)>) -> Option<u32> {
     let original = insts.len();
     let budget = SUBROUTINE_BUDGET_MIN.max(original);
