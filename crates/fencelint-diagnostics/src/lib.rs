@@ -205,3 +205,11 @@ impl Diagnostic {
 pub fn sort(diagnostics: &mut [Diagnostic]) {
     diagnostics.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
 }
+
+/// Drops, from [sorted](sort) diagnostics, each one with the place, rule and message of the one
+/// before it (the first is kept: the sort is stable). Code that several calls reach through a
+/// copy of its own (a function that is not inlined, lowered once per call) gives the same
+/// finding once per copy, at the same place.
+pub fn dedup_sorted(diagnostics: &mut Vec<Diagnostic>) {
+    diagnostics.dedup_by(|later, earlier| later.sort_key() == earlier.sort_key());
+}

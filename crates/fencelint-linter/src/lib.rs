@@ -189,11 +189,16 @@ pub fn lint_ptx_by_function(file: FileId, text: &str, settings: &Settings) -> Li
         })
         .collect();
     let Some(parts) = parts else { return whole() };
+    // Kernels first, as `lint_module` takes them.
+    let mut parts: Vec<(bool, LintOutput)> =
+        outline.spans.iter().zip(parts).map(|(span, part)| (span.is_kernel(), part)).collect();
+    parts.sort_by_key(|(kernel, _)| !kernel);
     let mut output = LintOutput::default();
-    for part in parts {
+    for (_, part) in parts {
         output.merge(part);
     }
     fencelint_diagnostics::sort(&mut output.diagnostics);
+    fencelint_diagnostics::dedup_sorted(&mut output.diagnostics);
     output
 }
 
@@ -298,6 +303,7 @@ pub fn lint_lowered(lowered: fencelint_lower::Lowered, settings: &Settings) -> L
         output.diagnostics.extend(lint_module(module, settings));
     }
     fencelint_diagnostics::sort(&mut output.diagnostics);
+    fencelint_diagnostics::dedup_sorted(&mut output.diagnostics);
     output
 }
 
@@ -310,12 +316,14 @@ pub fn lint_module(module: &Module, settings: &Settings) -> Vec<Diagnostic> {
     if rules.is_empty() {
         return Vec::new();
     }
-    let mut diagnostics: Vec<Diagnostic> = module
-        .functions
-        .par_iter()
-        .flat_map_iter(|func| lint_function(module, func, &rules))
-        .collect();
+    // Kernels first: a finding in code that a kernel and the function it calls both hold (the
+    // callee's body, copied into the caller per call) is kept as the kernel's.
+    let mut functions: Vec<&Function> = module.functions.iter().collect();
+    functions.sort_by_key(|func| !func.is_kernel);
+    let mut diagnostics: Vec<Diagnostic> =
+        functions.par_iter().flat_map_iter(|func| lint_function(module, func, &rules)).collect();
     fencelint_diagnostics::sort(&mut diagnostics);
+    fencelint_diagnostics::dedup_sorted(&mut diagnostics);
     diagnostics
 }
 

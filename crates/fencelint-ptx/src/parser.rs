@@ -32,6 +32,13 @@ pub struct FunctionSpan<'a> {
     pub has_body: bool,
 }
 
+impl FunctionSpan<'_> {
+    /// Whether the function is a kernel (`.entry`).
+    pub fn is_kernel(&self) -> bool {
+        self.kind == FunctionKind::Entry
+    }
+}
+
 pub(crate) struct Parser<'a> {
     src: &'a str,
     bytes: &'a [u8],
