@@ -1244,7 +1244,6 @@ fn isetp_ex_value(
     Some(ValueOp::CompareHigh { compare, high, bound, low })
 }
 
-/// The first instruction at or after `address`, if the function has one.
 /// The most instructions that copies of subroutines add to a function, or as many as its own
 /// when that is more; calls past it stay instructions that fall through.
 const SUBROUTINE_BUDGET_MIN: usize = 16_384;
@@ -1443,6 +1442,7 @@ fn subroutine(insts: &[Inst], entry: InstId, walk: Walk<'_>) -> Option<Vec<InstI
     returns.then_some(region)
 }
 
+/// The first instruction at or after `address`, if the function has one.
 fn resolve(addresses: &[u64], address: u64) -> Option<InstId> {
     let index = addresses.partition_point(|&a| a < address);
     (index < addresses.len()).then_some(InstId(index as u32))
