@@ -90,7 +90,8 @@ impl Function {
     }
 
     /// The function's own code: without the copies of called code that start at
-    /// [`Function::inlined_from`], its calls instructions that fall through again.
+    /// [`Function::inlined_from`], and with its calls made instructions that fall through
+    /// again.
     pub fn own_code(&self) -> std::borrow::Cow<'_, Function> {
         let Some(own) = self.inlined_from.map(|k| k as usize) else {
             return std::borrow::Cow::Borrowed(self);
