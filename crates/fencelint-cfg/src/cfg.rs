@@ -165,8 +165,7 @@ impl Cfg {
                     graph.update_edge(from, NodeIndex::new(to as usize), EdgeKind::Branch);
                 }
             }
-            let falls = last.control.falls_through && !(last.control.exits && last.guard.is_none());
-            if falls && id + 1 < blocks.len() {
+            if last.falls_to_next() && id + 1 < blocks.len() {
                 let to = NodeIndex::new(id + 1);
                 if graph.find_edge(from, to).is_none() {
                     graph.add_edge(from, to, EdgeKind::Fallthrough);

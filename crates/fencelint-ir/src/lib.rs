@@ -481,6 +481,27 @@ impl Inst {
         }
     }
 
+    /// Whether execution can go on to the next instruction: the instruction falls through and
+    /// is not an unconditional exit.
+    pub fn falls_to_next(&self) -> bool {
+        self.control.falls_through && !(self.control.exits && self.guard.is_none())
+    }
+
+    /// An instruction of no width right where this one ends, with its source location, PTX
+    /// line and the next SASS address: what a lowering adds so that code does not fall off its
+    /// end into what is placed after it.
+    #[must_use]
+    pub fn after(&self, opcode: &str, kind: InstKind, control: Control) -> Inst {
+        let end = self.range.end;
+        let mut next = Inst::new(TextRange::new(end, end), opcode, kind);
+        next.control = control;
+        next.source.clone_from(&self.source);
+        next.ptx_line = self.ptx_line;
+        // No instruction of a listing has the address after its last one.
+        next.sass_address = self.sass_address.map(|a| a + 16);
+        next
+    }
+
     pub fn is_branch(&self) -> bool {
         !self.control.targets.is_empty() || self.control.indirect
     }

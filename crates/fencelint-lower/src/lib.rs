@@ -10,6 +10,18 @@ use fencelint_diagnostics::{Diagnostic, Label, Severity, codes};
 use fencelint_ir::Module;
 use fencelint_source::{FileId, TextRange};
 
+/// Makes `insts` end in an instruction that does not fall through, so that copies of called
+/// code placed after a function's own instructions are not reached by falling off its end (a
+/// PTX function that ends in a conditional branch; a SASS listing's `NOP`s after its `BRA` to
+/// itself): an exit of no width (`opcode`) at its end.
+pub(crate) fn seal(insts: &mut Vec<fencelint_ir::Inst>, opcode: &str) {
+    if let Some(last) = insts.last().filter(|last| last.falls_to_next()) {
+        let control = fencelint_ir::Control { exits: true, ..fencelint_ir::Control::default() };
+        let exit = last.after(opcode, fencelint_ir::InstKind::Exit, control);
+        insts.push(exit);
+    }
+}
+
 /// What kind of text an input is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InputKind {

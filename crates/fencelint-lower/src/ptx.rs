@@ -528,21 +528,6 @@ fn lower_body(
     calls
 }
 
-/// Makes `out` end in an instruction that does not fall through, so that what is lowered
-/// after it is not reached by falling off its end: a function that ends in a conditional
-/// branch (or with no `ret`) gets a `ret` of its own at its end, which leaves the function.
-fn seal(out: &mut Function) {
-    let Some(last) = out.insts.last() else { return };
-    let control = &last.control;
-    if control.falls_through && !(control.exits && last.guard.is_none()) {
-        let at = TextRange::new(last.range.end, last.range.end);
-        let mut ret = Inst::new(at, "ret", InstKind::Exit);
-        ret.control = Control { exits: true, ..Control::default() };
-        ret.source.clone_from(&last.source);
-        out.insts.push(ret);
-    }
-}
-
 /// Joins the copy of `callee`'s body (`out.insts[entry..]`, lowered with `names`) to the call
 /// `site`: see [`Inliner::inline_calls`].
 fn bind(
@@ -610,18 +595,13 @@ fn bind(
             };
         }
     }
-    if let Some(last) = out.insts.last()
-        && last.control.falls_through
-        && !(last.control.exits && last.guard.is_none())
-    {
-        let mut back =
-            Inst::new(TextRange::new(last.range.end, last.range.end), "ret", InstKind::Branch);
-        back.control = Control {
+    if let Some(last) = out.insts.last().filter(|last| last.falls_to_next()) {
+        let control = Control {
             targets: return_to.into_iter().collect(),
             exits: return_to.is_none(),
             ..Control::default()
         };
-        back.source.clone_from(&last.source);
+        let back = last.after("ret", InstKind::Branch, control);
         out.insts.push(back);
     }
     let call = &mut out.insts[call];
@@ -721,7 +701,7 @@ impl Inliner<'_, '_> {
                 self.count += 1;
                 let names =
                     Names::new(statements, Some(format!("@{}#{}", callee.name, self.count)));
-                seal(out);
+                crate::seal(&mut out.insts, "ret");
                 let entry = InstId(out.insts.len() as u32);
                 let calls = lower_body(out, statements, &names, self.files, self.base);
                 bind(out, &site, callee, &names, entry);

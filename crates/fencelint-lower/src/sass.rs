@@ -1298,7 +1298,7 @@ fn inline_subroutines(insts: &mut Vec<Inst>, calls: Vec<(InstId, InstId)>) -> Op
             continue;
         }
         if first_copy.is_none() {
-            seal(insts);
+            crate::seal(insts, "EXIT");
             first_copy = Some(insts.len() as u32);
         }
         let base = insts.len() as u32;
@@ -1343,25 +1343,6 @@ fn inline_subroutines(insts: &mut Vec<Inst>, calls: Vec<(InstId, InstId)>) -> Op
     first_copy
 }
 
-/// Makes the function's own code end in an instruction that does not fall through, so that
-/// the copies placed after it are not reached by falling off its end (a listing's last
-/// instructions are `NOP`s after a `BRA` to itself): an `EXIT` of no width at its end.
-fn seal(insts: &mut Vec<Inst>) {
-    let Some(last) = insts.last() else { return };
-    let control = &last.control;
-    if control.falls_through && !(control.exits && last.guard.is_none()) {
-        let end = last.range.end;
-        let at = fencelint_source::TextRange::new(end, end);
-        let mut exit = Inst::new(at, "EXIT", InstKind::Exit);
-        exit.control = Control { exits: true, ..Control::default() };
-        // The address after the last instruction: no instruction of the listing has it.
-        exit.sass_address = last.sass_address.map(|a| a + 16);
-        exit.ptx_line = last.ptx_line;
-        exit.source.clone_from(&last.source);
-        insts.push(exit);
-    }
-}
-
 /// The instructions reached from the function's entry when calls fall through: its own code,
 /// which no subroutine shares.
 fn reached_without_calls(insts: &[Inst]) -> Vec<bool> {
@@ -1377,8 +1358,7 @@ fn reached_without_calls(insts: &[Inst]) -> Vec<bool> {
             continue;
         }
         work.extend(inst.control.targets.iter().copied());
-        let control = &inst.control;
-        if control.falls_through && !(control.exits && inst.guard.is_none()) {
+        if inst.falls_to_next() {
             work.push(InstId(at.0 + 1));
         }
     }
@@ -1431,8 +1411,7 @@ fn subroutine(insts: &[Inst], entry: InstId, walk: Walk<'_>) -> Option<Vec<InstI
             InstKind::Call => work.push(next),
             _ => {
                 work.extend(inst.control.targets.iter().copied());
-                let control = &inst.control;
-                if control.falls_through && !(control.exits && inst.guard.is_none()) {
+                if inst.falls_to_next() {
                     work.push(next);
                 }
             }
