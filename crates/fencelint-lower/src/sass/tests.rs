@@ -705,3 +705,24 @@ fn a_call_into_the_kernels_own_code_is_no_subroutine() {
     assert_eq!(f.insts.len(), 8);
     assert!(f.insts[1].control.targets.is_empty() && f.insts[1].control.falls_through);
 }
+
+/// The walks that find subroutines share one budget of steps: a walk that runs out of steps
+/// finds no subroutine, however small it is.
+#[test]
+fn a_subroutine_walk_stops_at_its_steps() {
+    let modules = lower(TWO_CALLS, SassFormat::CuobjdumpText);
+    let own = only_function(&modules).own_code();
+    let insts = &own.insts;
+    let main = super::reached_without_calls(insts);
+    let mut seen = vec![u32::MAX; insts.len()];
+    let mut walk = |steps: &mut usize, stamp| {
+        let walk = super::Walk { max: 100, steps, seen: &mut seen, stamp, main: &main };
+        super::subroutine(insts, InstId(6), walk)
+    };
+    let mut plenty = 100;
+    assert_eq!(walk(&mut plenty, 0), Some((6..10).map(InstId).collect()));
+    assert_eq!(plenty, 96);
+    let mut few = 3;
+    assert_eq!(walk(&mut few, 1), None);
+    assert_eq!(few, 0);
+}
