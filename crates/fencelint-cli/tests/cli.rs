@@ -91,6 +91,26 @@ fn rules_and_explain() {
     assert!(stderr(&bad_select).contains("unknown rule or category `no-such-rule`"));
 }
 
+/// `fencelint rules` is a table: every column starts where its header starts, whatever the
+/// length of the category or level before it (`perf` and `correctness` alike).
+#[test]
+fn rules_table_columns_line_up() {
+    let text = stdout(&fencelint(&["rules"]));
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    let columns: Vec<usize> =
+        ["category", "default", "dialects"].iter().map(|c| header.find(c).unwrap()).collect();
+    let mut rows = 0;
+    for line in lines {
+        for &at in &columns {
+            let before = &line[..at];
+            assert!(before.ends_with(' ') && !line[at..].starts_with(' '), "`{line}`");
+        }
+        rows += 1;
+    }
+    assert!(rows >= 12, "{text}");
+}
+
 /// Each bad input gets an error naming the file and a location, exit code 2, and the good
 /// input given alongside is still linted.
 fn bad_input(name: &str, bytes: &[u8], expected: &str) {

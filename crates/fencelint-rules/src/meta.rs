@@ -59,7 +59,8 @@ impl Category {
 
 impl fmt::Display for Category {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        // `pad`, not `write_str`: width and alignment (`{:<12}`) apply, as for a `str`.
+        f.pad(self.as_str())
     }
 }
 
@@ -89,15 +90,14 @@ impl Dialects {
 
 impl fmt::Display for Dialects {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.pair {
-            return f.write_str("ptx + sass (pair)");
-        }
-        match (self.ptx, self.sass) {
-            (true, true) => f.write_str("ptx, sass"),
-            (true, false) => f.write_str("ptx"),
-            (false, true) => f.write_str("sass"),
-            (false, false) => f.write_str("none"),
-        }
+        let text = match (self.pair, self.ptx, self.sass) {
+            (true, ..) => "ptx + sass (pair)",
+            (false, true, true) => "ptx, sass",
+            (false, true, false) => "ptx",
+            (false, false, true) => "sass",
+            (false, false, false) => "none",
+        };
+        f.pad(text)
     }
 }
 
