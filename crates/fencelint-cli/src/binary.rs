@@ -116,6 +116,9 @@ pub(crate) fn parse_arch(text: &str) -> Option<u32> {
 /// cubin's own PTX).
 pub(crate) struct Finding {
     pub name: String,
+    /// The cubin or PTX it came from, `lib.so[sm_90a:name.sm_90a.cubin]`: the file that
+    /// `--statistics` counts.
+    pub unit: String,
     pub snippets: Vec<Snippet>,
     pub diagnostics: Vec<Diagnostic>,
     /// The PTX that the diagnostics' [`COMPANION`] labels point into.
@@ -317,6 +320,7 @@ pub(crate) fn lint_binaries(
             snippets::cut(&companion.text, Excerpt::default(), COMPANION, &mut diagnostics);
         outputs[unit.binary].findings.push(Finding {
             name: companion.name.clone(),
+            unit: unit_label(&inputs[unit.binary].1, unit),
             snippets,
             diagnostics,
             companion: None,
@@ -729,7 +733,8 @@ fn lint_unit(
                     fencelint_linter::lint_text(PLACEHOLDER, &text, InputKind::Ptx, settings);
                 output.functions += lint.functions;
                 if !lint.diagnostics.is_empty() {
-                    output.findings.push(finding(label, &text, lint.diagnostics, None));
+                    let name = label.clone();
+                    output.findings.push(finding(name, &label, &text, lint.diagnostics, None));
                 }
             }
             Err(err) => {
@@ -791,6 +796,7 @@ fn lint_unit(
                 });
                 output.findings.push(finding(
                     format!("{label}:{}", chunk.function),
+                    &label,
                     &text,
                     lint.diagnostics,
                     companion.filter(|_| uses_ptx).cloned(),
@@ -836,6 +842,7 @@ fn refuses_architecture(described: &str) -> bool {
 
 fn finding(
     name: String,
+    unit: &str,
     text: &str,
     mut diagnostics: Vec<Diagnostic>,
     companion: Option<Arc<Companion>>,
@@ -850,7 +857,7 @@ fn finding(
             diagnostic.kernel = Some(readable);
         }
     }
-    Finding { name, snippets, diagnostics, companion }
+    Finding { name, unit: unit.to_owned(), snippets, diagnostics, companion }
 }
 
 /// Demangles an Itanium C++ name (`_Z…`), or `None` if it is not one.

@@ -104,6 +104,10 @@ pub(crate) struct CheckArgs {
     /// No summary line on stderr.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Print the number of findings of each rule (with the functions and files they are in),
+    /// worst first, instead of the findings; with `--format json` or `jsonl`, as JSON.
+    #[arg(long)]
+    pub statistics: bool,
     /// Lint only these architectures of binaries (`sm_90` also selects `sm_90a`); repeatable.
     #[arg(long = "arch", value_name = "SM")]
     pub arch: Vec<String>,
@@ -117,6 +121,13 @@ pub(crate) struct CheckArgs {
 
 pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     let started = Instant::now();
+    if args.statistics && matches!(args.format, Some(Format::Sarif | Format::Github)) {
+        eprintln!(
+            "error: `--statistics` prints counts, not findings: use it with `--format rich`, \
+             `short`, `json` or `jsonl`"
+        );
+        return ExitCode::from(2);
+    }
     let config = if args.no_config {
         Ok(None)
     } else {
@@ -245,6 +256,9 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     };
     let named: Vec<_> = binaries.iter().map(|b| (b.path.clone(), display_path(b))).collect();
     let mut n_kernels = n_streamed_functions;
+    // The cubin or PTX of a binary that each of its texts with findings came from; any other
+    // file is its own unit (`--statistics` counts units).
+    let mut units: std::collections::HashMap<FileId, String> = std::collections::HashMap::new();
     for (input, output) in binaries.iter().zip(binary::lint_binaries(&named, &options, &settings)) {
         if output.no_cuda && !input.explicit {
             continue; // a host-only library found in a directory
@@ -273,6 +287,9 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
                 companions.push((companion, file));
                 file
             });
+            for &id in ids.iter().chain(&companion) {
+                units.insert(id, finding.unit.clone());
+            }
             let remap = |file: FileId| match companion {
                 Some(ptx) if file == binary::COMPANION => ptx,
                 _ => ids[file.0 as usize],
@@ -357,7 +374,12 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         locations: args.locations,
         base_dir: std::env::current_dir().ok(),
     };
-    let rendered = render::render(format, &db, &diagnostics, &render_options);
+    let rendered = if args.statistics {
+        let unit_of = |file: FileId| units.get(&file).map_or(db.file(file).name(), String::as_str);
+        render::statistics(format, &diagnostics, unit_of).unwrap_or_default()
+    } else {
+        render::render(format, &db, &diagnostics, &render_options)
+    };
     let mut stdout = std::io::stdout().lock();
     if let Err(err) = stdout.write_all(rendered.as_bytes()).and_then(|()| stdout.flush()) {
         if err.kind() == std::io::ErrorKind::BrokenPipe {

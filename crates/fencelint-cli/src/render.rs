@@ -7,6 +7,7 @@
 mod github;
 mod json;
 mod sarif;
+mod statistics;
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -54,6 +55,24 @@ pub(crate) fn render(
         Format::Jsonl => json::lines(db, diagnostics),
         Format::Sarif => sarif::log(db, diagnostics, options.locations, &paths),
         Format::Github => github::annotations(db, diagnostics, options.locations, &paths),
+    }
+}
+
+/// `--statistics`: the findings counted per rule, worst first, in `format`; `None` for the
+/// formats that only carry findings (`sarif`, `github`).
+/// `unit_of` names the file that a finding's primary label is counted in (see
+/// [`statistics::Row::files`]).
+pub(crate) fn statistics<'a>(
+    format: Format,
+    diagnostics: &'a [Diagnostic],
+    unit_of: impl Fn(FileId) -> &'a str,
+) -> Option<String> {
+    let rows = statistics::rows(diagnostics, unit_of);
+    match format {
+        Format::Rich | Format::Short => Some(statistics::table(&rows)),
+        Format::Json => Some(statistics::document(&rows)),
+        Format::Jsonl => Some(statistics::lines(&rows)),
+        Format::Sarif | Format::Github => None,
     }
 }
 

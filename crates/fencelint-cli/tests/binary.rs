@@ -91,6 +91,42 @@ fn a_fat_binary_lints_every_cubin_and_the_ptx() {
     assert!(lines.iter().any(|l| l.contains("[sm_100a:spin_poll.1.sm_100a.ptx]")), "{text}");
 }
 
+/// `--statistics` counts the cubins and PTX of a binary as its files, and each kernel once
+/// per cubin: the same numbers as the findings it summarises.
+#[test]
+fn statistics_count_the_cubins_of_a_binary() {
+    let args = ["--format", "json", "--select", "spin-poll-without-acquire", FATBIN];
+    let Some(findings) = check_with_tools("statistics", &args) else { return };
+    let doc: serde_json::Value = serde_json::from_slice(&findings.stdout).expect("json");
+    let diagnostics = doc["diagnostics"].as_array().unwrap();
+    // `lib[arch:unit]:function` -> the unit, `lib[arch:unit]`.
+    let unit = |d: &serde_json::Value| {
+        let file = d["file"].as_str().unwrap();
+        file[..=file.find(']').unwrap()].to_owned()
+    };
+    let mut units: Vec<String> = diagnostics.iter().map(unit).collect();
+    units.sort();
+    units.dedup();
+    let mut functions: Vec<(String, &str)> =
+        diagnostics.iter().map(|d| (unit(d), d["kernel"].as_str().unwrap())).collect();
+    functions.sort_unstable();
+    functions.dedup();
+    assert!(units.len() >= 3, "two cubins and a PTX: {units:?}");
+    assert!(functions.len() > units.len(), "{functions:?}");
+
+    let stats = fencelint(&["check", "--statistics", "--format", "json", args[2], args[3], FATBIN]);
+    assert_eq!(stats.status.code(), findings.status.code());
+    let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).expect("json");
+    let expected = serde_json::json!([{
+        "rule": "spin-poll-without-acquire",
+        "severity": "error",
+        "count": diagnostics.len(),
+        "functions": functions.len(),
+        "files": units.len(),
+    }]);
+    assert_eq!(stats["statistics"], expected);
+}
+
 #[test]
 fn arch_selects_only_the_matching_cubins() {
     let Some(out) = check_with_tools("--arch", &["--arch", "sm_100", FATBIN]) else { return };

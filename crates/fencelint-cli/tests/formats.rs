@@ -5,6 +5,7 @@
 //! Snapshots live in `tests/snapshots/`; regenerate them with `cargo insta review` (or
 //! `INSTA_UPDATE=always cargo test -p fencelint-cli --test formats`) and read the diff.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -406,4 +407,113 @@ fn no_orphan_snapshots() {
         }
     }
     assert!(orphans.is_empty(), "snapshots without a test in formats.rs: {orphans:?}");
+}
+
+/// Runs `check --quiet --select all` on [`INPUTS`] and two more compiled fixtures (several
+/// rules, all three severities, an input error), plus `extra`; returns the exit code and stdout.
+fn check_all(extra: &[&str]) -> (Option<i32>, String) {
+    let mut args = vec!["check", "--quiet", "--select", "all"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(INPUTS);
+    args.extend([
+        "fixtures/compiled/sm_100a/tcgen05.ptx",
+        "fixtures/compiled/sm_90a/tma.nvdisasm.sass",
+    ]);
+    let out = fencelint(&args);
+    (out.status.code(), String::from_utf8(out.stdout).expect("UTF-8 output"))
+}
+
+/// A rule's findings in [`statistics_count_the_findings_of_each_rule`]: how many, the
+/// (file, kernel) functions and the files they are in.
+type Counts = (u64, BTreeSet<(String, String)>, BTreeSet<String>);
+
+/// `--statistics` counts what the same run reports, rule by rule and worst first, in each of
+/// the formats that take it; the JSON matches its published schema.
+#[test]
+fn statistics_count_the_findings_of_each_rule() {
+    let (code, findings) = check_all(&["--format", "json"]);
+    assert_eq!(code, Some(2), "the missing file is an input error");
+    let findings = json(&findings);
+    // (rule, severity) -> (count, {(file, kernel)}, {file}), from the findings themselves.
+    let mut groups: BTreeMap<(String, String), Counts> = BTreeMap::new();
+    for d in findings["diagnostics"].as_array().unwrap() {
+        let text = |field: &str| d[field].as_str().unwrap().to_owned();
+        let (count, functions, files) = groups.entry((text("rule"), text("severity"))).or_default();
+        *count += 1;
+        if let Some(kernel) = d["kernel"].as_str() {
+            functions.insert((text("file"), kernel.to_owned()));
+        }
+        files.insert(text("file"));
+    }
+    let mut expected: Vec<_> = groups.into_iter().collect();
+    let rank = |severity: &str| ["error", "warning", "note"].iter().position(|s| *s == severity);
+    expected.sort_by(|(a, x), (b, y)| {
+        rank(&a.1).cmp(&rank(&b.1)).then(y.0.cmp(&x.0)).then(a.0.cmp(&b.0))
+    });
+    let expected: Vec<Value> = expected
+        .into_iter()
+        .map(|((rule, severity), (count, functions, files))| {
+            serde_json::json!({
+                "rule": rule,
+                "severity": severity,
+                "count": count,
+                "functions": functions.len(),
+                "files": files.len(),
+            })
+        })
+        .collect();
+    let severities: Vec<&str> = expected.iter().map(|r| r["severity"].as_str().unwrap()).collect();
+    for severity in ["error", "warning", "note"] {
+        assert!(severities.contains(&severity), "no {severity} among {expected:?}");
+    }
+
+    let schema = strict_output_schema();
+    let defs = schema["$defs"].clone();
+    let schema_of = |def: &str| serde_json::json!({ "$schema": schema["$schema"], "$ref": format!("#/$defs/{def}"), "$defs": defs });
+    let (code, document) = check_all(&["--statistics", "--format", "json"]);
+    assert_eq!(code, Some(2), "the exit code is that of the findings");
+    let document = json(&document);
+    assert_valid(&schema_of("statistics_document"), &document, "--statistics --format json");
+    assert_eq!(document["version"], 1);
+    assert_eq!(document["statistics"].as_array().unwrap(), &expected);
+
+    let (_, lines) = check_all(&["--statistics", "--format", "jsonl"]);
+    assert_eq!(lines.lines().count(), expected.len());
+    for (line, row) in lines.lines().zip(&expected) {
+        let mut value = json(line);
+        assert_valid(&schema_of("statistics_line"), &value, "a --statistics --format jsonl line");
+        assert_eq!(value.as_object_mut().unwrap().remove("version"), Some(Value::from(1)));
+        assert_eq!(&value, row);
+    }
+
+    // The table: a header, then one row of numbers, severity and rule per rule, in that order.
+    for format in ["short", "rich"] {
+        let (code, table) = check_all(&["--statistics", "--format", format]);
+        assert_eq!(code, Some(2));
+        let mut rows = table.lines();
+        let header: Vec<&str> = rows.next().unwrap().split_whitespace().collect();
+        assert_eq!(header, ["count", "functions", "files", "severity", "rule"]);
+        let got: Vec<Value> = rows
+            .map(|row| {
+                let cells: Vec<&str> = row.split_whitespace().collect();
+                let number = |i: usize| cells[i].parse::<u64>().unwrap();
+                serde_json::json!({
+                    "rule": cells[4],
+                    "severity": cells[3],
+                    "count": number(0),
+                    "functions": number(1),
+                    "files": number(2),
+                })
+            })
+            .collect();
+        assert_eq!(got, expected, "{format}:\n{table}");
+    }
+
+    // SARIF and GitHub annotations carry findings only.
+    for format in ["sarif", "github"] {
+        let out = fencelint(&["check", "--statistics", "--format", format, INPUTS[0]]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(out.stdout.is_empty());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("`--statistics` prints counts"));
+    }
 }

@@ -6,7 +6,7 @@ use fencelint_source::{Dialect, SourceDb, SourceLocation};
 use serde::Serialize;
 
 /// The version of the JSON output schema (docs/json-output.md).
-const JSON_VERSION: u32 = 1;
+pub(super) const JSON_VERSION: u32 = 1;
 
 #[derive(Serialize)]
 struct JsonDocument<'a> {
