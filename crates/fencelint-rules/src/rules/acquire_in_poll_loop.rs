@@ -5,8 +5,9 @@
 use std::collections::BTreeSet;
 
 use fencelint_cfg::{FunctionAnalysis, Loop};
-use fencelint_ir::{Dialect, Fence, FenceKind, Inst, InstId, InstKind, MemAccess, Scope};
+use fencelint_ir::{Dialect, Fence, FenceKind, Function, Inst, InstId, InstKind, MemAccess, Scope};
 
+use super::retry::retried_tests;
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
 
 pub(crate) struct AcquireInPollLoop;
@@ -30,66 +31,123 @@ impl Rule for AcquireInPollLoop {
         let analysis = cx.analysis;
         let mut reported: BTreeSet<InstId> = BTreeSet::new();
         for lp in analysis.loops() {
-            if !may_report(analysis, lp) {
-                continue;
-            }
-            let Some(spin) = spin_loop(analysis, lp) else { continue };
-            // Acquires are memory or ordering instructions.
-            for id in lp.memory_insts(analysis) {
-                let Some(cost) = per_iteration_acquire(analysis.func.inst(id)) else { continue };
-                let poll = if spin.polls.contains(&id) {
-                    Some(id)
-                } else {
-                    spin.polls.iter().copied().find(|&poll| analysis.dominates(poll, id))
-                };
-                let Some(poll) = poll else { continue };
-                // A guarded invalidate costs every iteration only when it runs whenever its
-                // poll does: the acquire half of a poll under the same guard (`@P0 LDGMC ...;
-                // @P0 CCTL.IVALL`, one of two polls chosen by a kernel argument). The
-                // invalidate of an `.acquire.cluster` mbarrier wait is guarded by the wait's
-                // success instead, and runs once, when the loop exits.
-                let guard = analysis.func.inst(id).guard;
-                if cost == Cost::Invalidate
-                    && guard.is_some()
-                    && guard != analysis.func.inst(poll).guard
-                {
-                    continue;
-                }
-                if reported.contains(&id) {
-                    continue;
-                }
-                reported.insert(id);
-                report(cx, id, poll, &spin, cost);
+            let Some(only_loads) = may_report(analysis, lp) else { continue };
+            // A loop that also accesses other memory is no spin loop: its slices are not asked.
+            let spin = if only_loads { spin_loop(analysis, lp) } else { None };
+            let spins = match spin {
+                Some(spin) => vec![spin],
+                None => retried_spins(analysis, lp),
+            };
+            for spin in &spins {
+                check_spin(cx, lp, spin, &mut reported);
             }
         }
+    }
+}
+
+/// Reports the acquires that run on every iteration of `spin`, a spin loop or the retry of a
+/// test in `lp`.
+fn check_spin(cx: &mut FunctionCx<'_>, lp: &Loop, spin: &Spin, reported: &mut BTreeSet<InstId>) {
+    let analysis = cx.analysis;
+    // Acquires are memory or ordering instructions.
+    for id in lp.memory_insts(analysis) {
+        // A retry runs only what comes before its test.
+        if spin.retried && !analysis.dominates(id, spin.exit) {
+            continue;
+        }
+        let Some(cost) = per_iteration_acquire(analysis.func.inst(id)) else { continue };
+        let poll = if spin.polls.contains(&id) {
+            Some(id)
+        } else {
+            spin.polls.iter().copied().find(|&poll| analysis.dominates(poll, id))
+        };
+        let Some(poll) = poll else { continue };
+        // A guarded invalidate costs every iteration only when it runs whenever its
+        // poll does: the acquire half of a poll under the same guard (`@P0 LDGMC ...;
+        // @P0 CCTL.IVALL`, one of two polls chosen by a kernel argument). The
+        // invalidate of an `.acquire.cluster` mbarrier wait is guarded by the wait's
+        // success instead, and runs once, when the loop exits.
+        let guard = analysis.func.inst(id).guard;
+        if cost == Cost::Invalidate && guard.is_some() && guard != analysis.func.inst(poll).guard {
+            continue;
+        }
+        if reported.contains(&id) {
+            continue;
+        }
+        reported.insert(id);
+        report(cx, id, poll, spin, cost);
     }
 }
 
 /// What the loop's instructions alone decide, before any slice is computed: a report needs an
-/// acquire inside the loop, and a spin loop (see [`spin_loop`]) touches memory only through its
-/// polls, which are loads or atomics that return. Most loops fail one of the two, and the
-/// slices of their exits are never asked for.
-fn may_report(analysis: &FunctionAnalysis<'_>, lp: &Loop) -> bool {
+/// acquire inside the loop (`None` without one), and a spin loop (see [`spin_loop`]) touches
+/// memory only through its polls, which are loads or atomics that return (the `bool`: whether
+/// every access of the loop is such a read). Most loops have no acquire, and the slices of
+/// their exits are never asked for.
+fn may_report(analysis: &FunctionAnalysis<'_>, lp: &Loop) -> Option<bool> {
     let mut acquires = false;
+    let mut only_loads = true;
     // Accesses and acquires are memory or ordering instructions.
     for id in lp.memory_insts(analysis) {
         let inst = analysis.func.inst(id);
-        if accesses_memory(inst) && polled(inst).is_none() {
-            return false;
-        }
+        only_loads &= !accesses_memory(inst) || polled(inst).is_some();
         acquires |= per_iteration_acquire(inst).is_some();
     }
-    acquires
+    acquires.then_some(only_loads)
 }
 
-/// A loop whose only memory accesses are loads of a fixed location that decide its exit.
+/// A loop whose only memory accesses are loads of a fixed location that decide its exit, or the
+/// retry of a test in a loop ([`retried_spins`]).
 struct Spin {
     /// The loads that decide the exit.
     polls: BTreeSet<InstId>,
-    /// The branch that leaves the loop when the poll succeeds.
+    /// The branch that leaves the loop when the poll succeeds, or the retried test's branch.
     exit: InstId,
     /// The widest scope of the polls: the scope to acquire at after the loop.
     scope: Scope,
+    /// A retried test, not a loop: only what runs before `exit` runs on every retry.
+    retried: bool,
+}
+
+/// Waits written as a `continue` (`while (step < steps) { if (ld_acquire(flag) <= step)
+/// continue; read(data[step]); ++step; }`): the loop also reads data, but each retry runs only
+/// the way from the loop's head to the test and back, and an acquire there runs on every
+/// retry. A test counts when its retry polls again only reads that decide the test, at fixed
+/// addresses, and nothing before the test (on every way to it) accesses memory but those polls.
+fn retried_spins(analysis: &FunctionAnalysis<'_>, lp: &Loop) -> Vec<Spin> {
+    let func = analysis.func;
+    let may_poll = |inst: &Inst| polled(inst).is_some_and(MemAccess::others_may_write);
+    // Only a test that an acquire runs before can be reported: the others are not tried.
+    let acquires: Vec<InstId> = lp
+        .memory_insts(analysis)
+        .filter(|&id| per_iteration_acquire(func.inst(id)).is_some())
+        .collect();
+    let after_acquire = |branch| acquires.iter().any(|&id| analysis.dominates(id, branch));
+    let mut spins = Vec::new();
+    for test in retried_tests(analysis, lp, may_poll, after_acquire) {
+        let branch = analysis.cfg.block(test.test).last();
+        let polls: BTreeSet<InstId> = analysis
+            .deciding_reads(branch, Some(lp))
+            .into_iter()
+            .filter(|read| test.polls.contains(read) && lp.address_is_invariant(analysis, *read))
+            .collect();
+        if polls.len() != test.polls.len() {
+            continue;
+        }
+        let only_polls = lp
+            .memory_insts(analysis)
+            .filter(|&id| analysis.dominates(id, branch))
+            .all(|id| polls.contains(&id) || !accesses_memory(func.inst(id)));
+        if only_polls {
+            spins.push(Spin {
+                scope: widest_scope(func, &polls),
+                polls,
+                exit: branch,
+                retried: true,
+            });
+        }
+    }
+    spins
 }
 
 fn spin_loop(analysis: &FunctionAnalysis<'_>, lp: &Loop) -> Option<Spin> {
@@ -132,12 +190,16 @@ fn spin_loop(analysis: &FunctionAnalysis<'_>, lp: &Loop) -> Option<Spin> {
     if !only_polls {
         return None;
     }
-    let scope = polls
+    Some(Spin { scope: widest_scope(func, &polls), polls, exit: exit?, retried: false })
+}
+
+/// The widest scope of `polls`: the scope to acquire at after the wait.
+fn widest_scope(func: &Function, polls: &BTreeSet<InstId>) -> Scope {
+    polls
         .iter()
         .filter_map(|&p| polled(func.inst(p)).and_then(MemAccess::effective_scope))
         .max()
-        .unwrap_or(Scope::Gpu);
-    Some(Spin { polls, exit: exit?, scope })
+        .unwrap_or(Scope::Gpu)
 }
 
 /// Whether `inst` reads or writes memory that a loop iteration may need ordered. Loads and
@@ -219,10 +281,15 @@ fn report(cx: &mut FunctionCx<'_>, id: InstId, poll: InstId, spin: &Spin, cost: 
             "poll with `ld.relaxed.{scope}` and insert `{fence};` after the loop, so that ptxas emits one `CCTL.IVALL`"
         ),
     };
+    let exit_label = if spin.retried {
+        "the wait goes on past this test once the poll succeeds, and goes round again otherwise"
+    } else {
+        "the loop exits here once the poll succeeds"
+    };
     let mut report = cx
         .report(id, message)
         .primary_label(label)
-        .secondary(spin.exit, "the loop exits here once the poll succeeds")
+        .secondary(spin.exit, exit_label)
         .note("only the read that ends the loop needs to be acquired: a relaxed poll followed by one acquire fence after the loop orders the same reads")
         .help(help);
     if poll != id {

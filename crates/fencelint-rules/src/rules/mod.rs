@@ -9,6 +9,8 @@ pub(crate) mod mbarrier_init_not_fenced;
 pub(crate) mod mbarrier_phase_skip;
 pub(crate) mod mbarrier_wait_scope_too_narrow;
 pub(crate) mod ptxas_reordered_across_wait;
+/// Shared by the poll rules.
+mod retry;
 pub(crate) mod spin_poll_without_acquire;
 pub(crate) mod tcgen05_access_not_waited;
 pub(crate) mod tensormap_modified_in_flight;

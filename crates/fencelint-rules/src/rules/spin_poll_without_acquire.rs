@@ -10,6 +10,7 @@ use fencelint_ir::{
     IntCompare, MemAccess, MultimemOp, Reg, Relation, Scope, Sem, Space, ValueOp,
 };
 
+use super::retry::retried_tests;
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
 
 pub(crate) struct SpinPollWithoutAcquire;
@@ -42,7 +43,13 @@ impl Rule for SpinPollWithoutAcquire {
             analysis.loops().iter().filter(|lp| may_poll(analysis, lp, sass)).collect();
         for retried in [false, true] {
             for &lp in &loops {
-                let tests = if retried { retried_tests(analysis, lp, sass) } else { Vec::new() };
+                let tests = if retried {
+                    let may_poll =
+                        |inst: &Inst| polled_access(inst).is_some_and(|m| may_be_poll(m, sass));
+                    retried_tests(analysis, lp, may_poll, |_| true)
+                } else {
+                    Vec::new()
+                };
                 if retried && tests.is_empty() {
                     continue;
                 }
@@ -99,95 +106,6 @@ struct Poll {
     beyond_cluster: bool,
     /// The shared-memory read that hands the polled value to the exit ([`relayed_poll`]).
     relay: Option<InstId>,
-}
-
-/// A conditional branch inside a loop whose one side goes back to the loop's header through
-/// blocks with no memory or ordering instruction and polls again (the retry), and whose other
-/// side goes on.
-struct RetriedTest {
-    /// The block the branch ends.
-    test: fencelint_cfg::BlockId,
-    /// The first block of the way on.
-    go: fencelint_cfg::BlockId,
-    /// The reads the retry polls again.
-    polls: Vec<InstId>,
-}
-
-/// Waits written as a `continue`: `while (step < steps) { if (ld_relaxed(flag) <= step)
-/// continue; read(data[step]); ++step; }` compiles to one loop whose poll's branch jumps over the
-/// read to the one latch. The loop never leaves through the poll, but the way past the retry is
-/// the wait's way out: what the thread reads from there on, it reads after the poll succeeded.
-/// A retry may pass at most 16 blocks.
-fn retried_tests(analysis: &FunctionAnalysis<'_>, lp: &Loop, sass: bool) -> Vec<RetriedTest> {
-    use fencelint_cfg::BlockId;
-    let func = analysis.func;
-    let cfg = &analysis.cfg;
-    // The walk's lists, reused: most blocks of a large loop are tested.
-    let mut seen: Vec<(BlockId, bool)> = Vec::new();
-    let mut stack: Vec<(BlockId, bool)> = Vec::new();
-    // The reads that `from` polls again: it goes back to the header through blocks with no
-    // memory or ordering instruction, not passing `test`, and past the header the first memory
-    // instruction on every path is a read that may be a poll (the caller asks for the test's
-    // own). A path that meets any other memory instruction first goes on to other work, not
-    // back to the wait. `None` when `from` does not retry.
-    let mut retry = |test: BlockId, from: BlockId| -> Option<Vec<InstId>> {
-        // The usual answer, without a walk: the side starts with memory work.
-        if !analysis.block_memory_insts(from).is_empty() {
-            return None;
-        }
-        seen.clear();
-        stack.clear();
-        seen.push((from, false));
-        stack.push((from, false));
-        let mut polls = Vec::new();
-        while let Some((block, past)) = stack.pop() {
-            let past = past || block == lp.header;
-            if let Some(&first) = analysis.block_memory_insts(block).first() {
-                let polled = polled_access(func.inst(first)).is_some_and(|m| may_be_poll(m, sass));
-                if !past || !polled {
-                    return None;
-                }
-                if !polls.contains(&first) {
-                    polls.push(first);
-                }
-                continue;
-            }
-            if block == test {
-                return None;
-            }
-            for next in cfg.successors(block) {
-                if !lp.contains(next) || seen.contains(&(next, past)) {
-                    continue;
-                }
-                if seen.len() == 16 {
-                    return None;
-                }
-                seen.push((next, past));
-                stack.push((next, past));
-            }
-        }
-        (!polls.is_empty()).then_some(polls)
-    };
-    let mut found = Vec::new();
-    for &block in &lp.blocks {
-        if func.inst(cfg.block(block).last()).guard.is_none() {
-            continue;
-        }
-        let mut succs = cfg.successors(block);
-        let (Some(a), Some(b), None) = (succs.next(), succs.next(), succs.next()) else {
-            continue;
-        };
-        if a == lp.header || b == lp.header || !lp.contains(a) || !lp.contains(b) || a == b {
-            continue;
-        }
-        let (go, polls) = match (retry(block, a), retry(block, b)) {
-            (Some(polls), None) => (b, polls),
-            (None, Some(polls)) => (a, polls),
-            _ => continue,
-        };
-        found.push(RetriedTest { test: block, go, polls });
-    }
-    found
 }
 
 /// Whether a loop has a read that may be a poll. The exits' slices stay inside the loop: a

@@ -1,0 +1,109 @@
+//! Waits written as a `continue`: a test inside a loop whose one side goes round again and
+//! polls again. Both poll rules take the way past such a test as a wait's way out.
+
+use fencelint_cfg::{BlockId, FunctionAnalysis, Loop};
+use fencelint_ir::{Inst, InstId};
+
+/// A conditional branch inside a loop whose one side goes back to the loop's header through
+/// blocks with no memory or ordering instruction and polls again (the retry), and whose other
+/// side goes on.
+pub(crate) struct RetriedTest {
+    /// The block the branch ends.
+    pub test: BlockId,
+    /// The first block of the way on.
+    pub go: BlockId,
+    /// The reads the retry polls again.
+    pub polls: Vec<InstId>,
+}
+
+/// Waits written as a `continue`: `while (step < steps) { if (ld_relaxed(flag) <= step)
+/// continue; read(data[step]); ++step; }` compiles to one loop whose poll's branch jumps over the
+/// read to the one latch. The loop never leaves through the poll, but the way past the retry is
+/// the wait's way out: what the thread reads from there on, it reads after the poll succeeded.
+/// A retry may pass at most 16 blocks.
+///
+/// `may_poll` says which reads a retry may poll again; only the branches that `candidate`
+/// accepts are tried.
+pub(crate) fn retried_tests(
+    analysis: &FunctionAnalysis<'_>,
+    lp: &Loop,
+    may_poll: impl Fn(&Inst) -> bool,
+    candidate: impl Fn(InstId) -> bool,
+) -> Vec<RetriedTest> {
+    let func = analysis.func;
+    let cfg = &analysis.cfg;
+    // Every retry passes the header before any memory instruction: when the header's first one
+    // is not a read that may be a poll, no test of the loop is retried.
+    if let Some(&first) = analysis.block_memory_insts(lp.header).first()
+        && !may_poll(func.inst(first))
+    {
+        return Vec::new();
+    }
+    // The walk's lists, reused: most blocks of a large loop are tested.
+    let mut seen: Vec<(BlockId, bool)> = Vec::new();
+    let mut stack: Vec<(BlockId, bool)> = Vec::new();
+    // The reads that `from` polls again: it goes back to the header through blocks with no
+    // memory or ordering instruction, not passing `test`, and past the header the first memory
+    // instruction on every path is a read that may be a poll (the caller asks for the test's
+    // own). A path that meets any other memory instruction first goes on to other work, not
+    // back to the wait. `None` when `from` does not retry.
+    let mut retry = |test: BlockId, from: BlockId| -> Option<Vec<InstId>> {
+        // The usual answer, without a walk: the side starts with memory work.
+        if !analysis.block_memory_insts(from).is_empty() {
+            return None;
+        }
+        seen.clear();
+        stack.clear();
+        seen.push((from, false));
+        stack.push((from, false));
+        let mut polls = Vec::new();
+        while let Some((block, past)) = stack.pop() {
+            let past = past || block == lp.header;
+            if let Some(&first) = analysis.block_memory_insts(block).first() {
+                let polled = may_poll(func.inst(first));
+                if !past || !polled {
+                    return None;
+                }
+                if !polls.contains(&first) {
+                    polls.push(first);
+                }
+                continue;
+            }
+            if block == test {
+                return None;
+            }
+            for next in cfg.successors(block) {
+                if !lp.contains(next) || seen.contains(&(next, past)) {
+                    continue;
+                }
+                if seen.len() == 16 {
+                    return None;
+                }
+                seen.push((next, past));
+                stack.push((next, past));
+            }
+        }
+        (!polls.is_empty()).then_some(polls)
+    };
+    let mut found = Vec::new();
+    for &block in &lp.blocks {
+        let branch = cfg.block(block).last();
+        if func.inst(branch).guard.is_none() || !candidate(branch) {
+            continue;
+        }
+        let mut succs = cfg.successors(block);
+        let (Some(a), Some(b), None) = (succs.next(), succs.next(), succs.next()) else {
+            continue;
+        };
+        if a == lp.header || b == lp.header || !lp.contains(a) || !lp.contains(b) || a == b {
+            continue;
+        }
+        let (go, polls) = match (retry(block, a), retry(block, b)) {
+            (Some(polls), None) => (b, polls),
+            (None, Some(polls)) => (a, polls),
+            _ => continue,
+        };
+        found.push(RetriedTest { test: block, go, polls });
+    }
+    found
+}
