@@ -51,6 +51,15 @@ pub(crate) enum Format {
     Github,
 }
 
+/// The order the findings are printed in.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SortOrder {
+    /// By input file (in the order the files were read), then place in the file.
+    Location,
+    /// Worst first: errors, then warnings, then notes; by file and place within each.
+    Severity,
+}
+
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum ColorChoice {
     Auto,
@@ -104,6 +113,9 @@ pub(crate) struct CheckArgs {
     /// No summary line on stderr.
     #[arg(long, short)]
     pub quiet: bool,
+    /// The order of the findings.
+    #[arg(long, value_enum, default_value = "location")]
+    pub sort: SortOrder,
     /// Print the number of findings of each rule (with the functions and files they are in),
     /// worst first, instead of the findings; with `--format json` or `jsonl`, as JSON.
     #[arg(long)]
@@ -355,6 +367,10 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         None => baseline,
     };
     let n_baselined = baseline.as_ref().map(|b| b.filter(&mut diagnostics));
+    if args.sort == SortOrder::Severity {
+        // Stable: the order by place stays within each severity.
+        diagnostics.sort_by(|a, b| b.severity.cmp(&a.severity));
+    }
 
     let format = args.format.unwrap_or(if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         Format::Rich

@@ -37,6 +37,30 @@ fn fail_level_error_ignores_warnings_and_never_ignores_all() {
     assert_eq!(never.status.code(), Some(0));
 }
 
+/// `--sort severity` puts errors before warnings whatever the order of the files; by default
+/// the findings follow the files.
+#[test]
+fn sort_severity_puts_the_worst_first() {
+    let severities = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["check", "--format", "short"];
+        all.extend_from_slice(args);
+        // GOOD has only a warning, BAD errors; GOOD comes first.
+        all.extend([GOOD, BAD]);
+        let text = stdout(&fencelint(&all));
+        text.lines()
+            .map(|l| l.split(": ").nth(1).unwrap().split('[').next().unwrap().to_owned())
+            .collect()
+    };
+    let by_place = severities(&[]);
+    assert_eq!(by_place, severities(&["--sort", "location"]));
+    assert_eq!(by_place.first().map(String::as_str), Some("warning"), "{by_place:?}");
+    let worst_first = severities(&["--sort", "severity"]);
+    let mut expected = by_place.clone();
+    expected.sort_by_key(|s| s != "error");
+    assert_eq!(worst_first, expected);
+    assert_ne!(worst_first, by_place);
+}
+
 #[test]
 fn json_document_has_version_and_required_fields() {
     let out = fencelint(&["check", "--format", "json", BAD]);
