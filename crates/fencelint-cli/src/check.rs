@@ -369,7 +369,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     let n_baselined = baseline.as_ref().map(|b| b.filter(&mut diagnostics));
     if args.sort == SortOrder::Severity {
         // Stable: the order by place stays within each severity.
-        diagnostics.sort_by(|a, b| b.severity.cmp(&a.severity));
+        diagnostics.sort_by_key(|d| std::cmp::Reverse(d.severity));
     }
 
     let format = args.format.unwrap_or(if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
