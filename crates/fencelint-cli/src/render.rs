@@ -60,6 +60,7 @@ pub(crate) fn render(
 
 /// `--statistics`: the findings counted per rule, worst first, in `format`; `None` for the
 /// formats that only carry findings (`sarif`, `github`).
+///
 /// `unit_of` names the file that a finding's primary label is counted in (see
 /// [`statistics::Row::files`]).
 pub(crate) fn statistics<'a>(

@@ -1,6 +1,7 @@
 //! `check --statistics`: the findings counted per rule, worst first, instead of the findings
 //! themselves. A table for people (`rich`, `short`) and the same rows as JSON (`json`, `jsonl`);
-//! documented in docs/json-output.md and `#/$defs/statistics` of the output schema.
+//! documented in docs/json-output.md and as `#/$defs/statistics_document` and
+//! `#/$defs/statistics_line` of docs/fencelint-output.schema.json.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -82,13 +83,13 @@ pub(crate) fn table(rows: &[Row<'_>]) -> String {
     let files = width("files", |row| row.files);
     let _ = writeln!(
         out,
-        "{:>count$}  {:>functions$}  {:>files$}  {:<8} rule",
+        "{:>count$}  {:>functions$}  {:>files$}  {:<8}  rule",
         "count", "functions", "files", "severity"
     );
     for row in rows {
         let _ = writeln!(
             out,
-            "{:>count$}  {:>functions$}  {:>files$}  {:<8} {}",
+            "{:>count$}  {:>functions$}  {:>files$}  {:<8}  {}",
             row.count, row.functions, row.files, row.severity, row.rule
         );
     }
@@ -176,11 +177,11 @@ mod tests {
         );
         assert_eq!(
             table(&rows),
-            "count  functions  files  severity rule\n\
-             \x20   2          0      1  error    input-error\n\
-             \x20   1          1      1  error    bad-rule\n\
-             \x20   4          3      2  warning  perf-rule\n\
-             \x20   1          1      1  note     a-note\n"
+            "count  functions  files  severity  rule\n\
+             \x20   2          0      1  error     input-error\n\
+             \x20   1          1      1  error     bad-rule\n\
+             \x20   4          3      2  warning   perf-rule\n\
+             \x20   1          1      1  note      a-note\n"
         );
         assert_eq!(table(&[]), "");
         assert_eq!(lines(&[]), "");
