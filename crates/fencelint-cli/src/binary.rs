@@ -17,9 +17,9 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use fencelint_diagnostics::Diagnostic;
 use fencelint_linter::{InputKind, PairedPtx, Settings, reorder};
@@ -238,7 +238,7 @@ pub(crate) fn lint_binaries(
         }
     }
 
-    let progress = if options.progress && !units.is_empty() {
+    let progress = Progress::new(if options.progress && !units.is_empty() {
         let bar =
             ProgressBar::with_draw_target(Some(units.len() as u64), ProgressDrawTarget::stderr());
         if let Ok(style) = ProgressStyle::with_template(
@@ -250,7 +250,7 @@ pub(crate) fn lint_binaries(
         bar
     } else {
         ProgressBar::hidden()
-    };
+    });
 
     for (whole, unit) in units.iter_mut().enumerate() {
         unit.whole = whole;
@@ -275,7 +275,7 @@ pub(crate) fn lint_binaries(
             let taken = next.fetch_add(1, Ordering::Relaxed);
             let Some(&i) = order.get(taken) else { break };
             let unit = &units[i];
-            progress.set_message(unit_label(&inputs[unit.binary].1, unit));
+            progress.unit(&unit_label(&inputs[unit.binary].1, unit));
             let companion = companions[unit.whole]
                 .get_or_init(|| companion(unit, &inputs[unit.binary].1, &tools, settings))
                 .clone();
@@ -286,9 +286,10 @@ pub(crate) fn lint_binaries(
                 options,
                 settings,
                 companion.as_ref(),
+                &progress,
             );
             *results[i].lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(output);
-            progress.inc(1);
+            progress.bar.inc(1);
         }
     };
     if let Ok(pool) = rayon::ThreadPoolBuilder::new().num_threads(workers).build() {
@@ -296,7 +297,7 @@ pub(crate) fn lint_binaries(
     } else {
         work();
     }
-    progress.finish_and_clear();
+    progress.bar.finish_and_clear();
 
     for (unit, result) in units.iter().zip(results) {
         let result = result.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -711,6 +712,79 @@ fn companion(
     }))
 }
 
+/// The progress bar of a long audit, on a terminal: cubins and PTX done of the total (the bar),
+/// and in its message the functions linted, the disassembly's throughput and the function being
+/// linted now.
+struct Progress {
+    bar: ProgressBar,
+    started: Instant,
+    functions: AtomicU64,
+    /// Bytes of disassembly linted.
+    bytes: AtomicU64,
+}
+
+impl Progress {
+    fn new(bar: ProgressBar) -> Self {
+        Self {
+            bar,
+            started: Instant::now(),
+            functions: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+        }
+    }
+
+    /// A cubin or PTX file is started.
+    fn unit(&self, label: &str) {
+        if !self.bar.is_hidden() {
+            self.bar.set_message(label.to_owned());
+        }
+    }
+
+    /// `function` of the cubin `label`, `bytes` of disassembly, is about to be linted.
+    fn function(&self, label: &str, function: &str, bytes: usize) {
+        let done = self.functions.fetch_add(1, Ordering::Relaxed);
+        let read = self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+        if self.bar.is_hidden() {
+            return;
+        }
+        let readable = demangle(function);
+        let name = readable.as_deref().unwrap_or(function);
+        let message = progress_message(done, read, self.started.elapsed(), label, name);
+        self.bar.set_message(message);
+    }
+}
+
+/// `1,234 functions, 210 MB/s  lib.so[sm_90:lib.1.sm_90.cubin]: kernel(int*)`: how many
+/// functions were linted, how fast the disassembly is read, and what is linted now.
+fn progress_message(
+    functions: u64,
+    bytes: u64,
+    elapsed: Duration,
+    unit: &str,
+    function: &str,
+) -> String {
+    let seconds = elapsed.as_secs_f64();
+    #[allow(clippy::cast_precision_loss)]
+    let rate = if seconds > 0.0 { bytes as f64 / seconds / 1e6 } else { 0.0 };
+    let plural = if functions == 1 { "" } else { "s" };
+    // One decimal below 10 MB/s: small cubins are read at a fraction of one.
+    let digits = usize::from(rate < 10.0);
+    format!("{} function{plural}, {rate:.digits$} MB/s  {unit}: {function}", thousands(functions))
+}
+
+/// `1234567` as `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
 fn lint_unit(
     unit: &Unit,
     binary: &str,
@@ -718,6 +792,7 @@ fn lint_unit(
     options: &BinaryOptions,
     settings: &Settings,
     companion: Option<&Arc<Companion>>,
+    progress: &Progress,
 ) -> UnitOutput {
     let label = unit_label(binary, unit);
     let mut output = UnitOutput { findings: Vec::new(), error: None, functions: 0 };
@@ -778,6 +853,7 @@ fn lint_unit(
         while let Some(chunk) = splitter.next() {
             let chunk = chunk?;
             n_chunks += 1;
+            progress.function(&label, &chunk.function, chunk.text.len());
             let text = chunk.text;
             let kind = InputKind::Sass(chunk.format);
             let pair = companion.map(|c| (&c.paired, c.producer.as_deref()));
@@ -970,13 +1046,21 @@ mod tests {
             progress: false,
         };
         let settings = Settings::default();
-        let whole = lint_unit(&unit(), "tcgen05.cubin", &tools, &options, &settings, None);
+        let progress = Progress::new(ProgressBar::hidden());
+        let whole =
+            lint_unit(&unit(), "tcgen05.cubin", &tools, &options, &settings, None, &progress);
+        // The progress counts each function and its listing once.
+        let counted = progress.functions.load(Ordering::Relaxed);
+        assert_eq!(counted, whole.functions as u64);
+        assert!(progress.bytes.load(Ordering::Relaxed) > 100 * counted);
         let parts = split_large_cubins(vec![unit()], 4, 0);
         assert_eq!(parts.len(), 4);
         let mut functions = 0;
         let mut lines = Vec::new();
+        let progress = Progress::new(ProgressBar::hidden());
         for part in &parts {
-            let output = lint_unit(part, "tcgen05.cubin", &tools, &options, &settings, None);
+            let output =
+                lint_unit(part, "tcgen05.cubin", &tools, &options, &settings, None, &progress);
             assert!(output.error.is_none(), "{:?}", output.error);
             functions += output.functions;
             lines.extend(finding_lines(&output));
@@ -984,7 +1068,30 @@ mod tests {
         lines.sort();
         assert!(!lines.is_empty());
         assert_eq!(functions, whole.functions);
+        assert_eq!(progress.functions.load(Ordering::Relaxed), counted);
         assert_eq!(lines, finding_lines(&whole));
+    }
+
+    #[test]
+    fn progress_message_counts_rate_and_names_the_function() {
+        let message = progress_message(
+            1_234_567,
+            420_000_000,
+            Duration::from_secs(2),
+            "lib.so[sm_90:lib.1.sm_90.cubin]",
+            "kernel(int*)",
+        );
+        assert_eq!(
+            message,
+            "1,234,567 functions, 210 MB/s  lib.so[sm_90:lib.1.sm_90.cubin]: kernel(int*)"
+        );
+        assert_eq!(
+            progress_message(1, 0, Duration::ZERO, "a.cubin", "k"),
+            "1 function, 0 MB/s  a.cubin: k"
+        );
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
     }
 
     #[test]

@@ -127,6 +127,72 @@ fn statistics_count_the_cubins_of_a_binary() {
     assert_eq!(stats["statistics"], expected);
 }
 
+/// Runs `check --format json EXTRA FATBIN` on a pseudo-terminal (util-linux `script`), stdout
+/// to a file, and returns what the terminal showed, without escape sequences; `None` (saying
+/// so) where `script` is missing.
+fn on_a_terminal(extra: &str) -> Option<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, out) = (dir.path().join("terminal.log"), dir.path().join("out.json"));
+    let command = format!(
+        "stty cols 250 rows 40; '{}' check --format json {extra} '{}' > '{}'",
+        env!("CARGO_BIN_EXE_fencelint"),
+        repo().join(FATBIN).display(),
+        out.display()
+    );
+    let ran = std::process::Command::new("script")
+        .args(["-qec", &command])
+        .arg(&log)
+        .current_dir(repo())
+        .output();
+    if ran.is_err() {
+        eprintln!("NOT RUN: the progress test needs `script` (util-linux) for a pseudo-terminal");
+        return None;
+    }
+    let text = String::from_utf8_lossy(&fs::read(&log).unwrap()).into_owned();
+    // Drop the escape sequences (`ESC [ ... letter`) and take each redraw as a line.
+    let mut plain = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => {
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+            '\r' => plain.push('\n'),
+            _ => plain.push(c),
+        }
+    }
+    Some(plain)
+}
+
+/// A binary's audit on a terminal shows its progress: cubins and PTX done of the total, the
+/// functions linted, the disassembly's throughput and the function being linted. With
+/// `--quiet`, or when stderr is not a terminal, it shows none.
+#[test]
+fn progress_shows_on_a_terminal_only() {
+    let Some(plain) = check_with_tools("progress", &["--format", "json", FATBIN]) else { return };
+    assert!(!stderr(&plain).contains("cubins and PTX"), "{}", stderr(&plain));
+    let Some(shown) = on_a_terminal("") else { return };
+    // `2/3 cubins and PTX  50 functions, 0.4 MB/s  …spin_poll.fatbin[sm_90a:spin_poll.1.sm_90a.cubin]: poll_…`
+    let full = shown.lines().any(|l| {
+        let Some((_, message)) = l.split_once("/3 cubins and PTX  ") else { return false };
+        let Some((count, rest)) = message.split_once(" function") else { return false };
+        let Some((_, rest)) = rest.split_once(", ") else { return false };
+        let Some((rate, rest)) = rest.split_once(" MB/s  ") else { return false };
+        let Some((_, function)) = rest.split_once(".cubin]: ") else { return false };
+        count.replace(',', "").parse::<u64>().is_ok()
+            && rate.parse::<f64>().is_ok()
+            && rest.contains("spin_poll.fatbin[sm_")
+            && function.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+    });
+    assert!(full, "{shown}");
+    let Some(quiet) = on_a_terminal("--quiet") else { return };
+    assert!(!quiet.contains("cubins and PTX"), "{quiet}");
+}
+
 #[test]
 fn arch_selects_only_the_matching_cubins() {
     let Some(out) = check_with_tools("--arch", &["--arch", "sm_100", FATBIN]) else { return };
