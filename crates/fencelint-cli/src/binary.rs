@@ -1085,10 +1085,10 @@ mod tests {
             message,
             "1,234,567 functions, 210 MB/s  lib.so[sm_90:lib.1.sm_90.cubin]: kernel(int*)"
         );
-        assert_eq!(
-            progress_message(1, 0, Duration::ZERO, "a.cubin", "k"),
-            "1 function, 0 MB/s  a.cubin: k"
-        );
+        let slow = progress_message(1, 300_000, Duration::from_secs(1), "a.cubin", "k");
+        assert_eq!(slow, "1 function, 0.3 MB/s  a.cubin: k");
+        let start = progress_message(0, 0, Duration::ZERO, "a.cubin", "k");
+        assert_eq!(start, "0 functions, 0.0 MB/s  a.cubin: k");
         assert_eq!(thousands(0), "0");
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(1000), "1,000");
