@@ -110,7 +110,7 @@ pub(crate) struct CheckArgs {
     /// Write the findings of this run to a baseline file (and hide them in this run).
     #[arg(long, value_name = "FILE")]
     pub write_baseline: Option<PathBuf>,
-    /// No summary line on stderr.
+    /// No summary line and no progress bar on stderr.
     #[arg(long, short)]
     pub quiet: bool,
     /// The order of the findings.
