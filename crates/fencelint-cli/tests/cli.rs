@@ -223,6 +223,7 @@ fn a_streamed_listing_reports_what_the_whole_file_path_reports() {
         "fixtures/compiled/sm_120/spin_poll.nvdisasm.json",
         "fixtures/compiled/sm_100a/tcgen05.nvdisasm.json",
         "fixtures/compiled/sm_120/jump_table.nvdisasm.json",
+        "fixtures/compiled/sm_120/noinline_poll.nvdisasm.json",
     ] {
         let args = ["check", "--format", "json", "--locations", "input", listing];
         let whole = common::command(&args).output().unwrap();

@@ -539,6 +539,10 @@ impl<'a> Body<'a> {
         // A call into the function's own code goes there, and the subroutine's returns come
         // back after it; a call to anything else (`CALL.ABS.NOINC `(__assertfail)`, another
         // function, an unknown target) stays an instruction that falls through.
+        let lone = match format {
+            SassFormat::NvdisasmJson => lone_subroutine(&self.insts, &self.calls, header.name),
+            _ => None,
+        };
         let mut subroutine_calls = Vec::new();
         for (id, call) in std::mem::take(&mut self.calls) {
             let address = match call {
@@ -546,7 +550,14 @@ impl<'a> Body<'a> {
                 BranchRef::Label(label) => label_address(label),
                 BranchRef::Listed(_) | BranchRef::Unknown => None,
             };
-            let Some(entry) = address.and_then(|a| resolve(&self.addresses, a)) else { continue };
+            let entry = match (address, call, lone) {
+                (Some(address), ..) => resolve(&self.addresses, address),
+                (None, BranchRef::Label(label), Some((name, entry))) if label == name => {
+                    Some(entry)
+                }
+                _ => None,
+            };
+            let Some(entry) = entry else { continue };
             let inst = &mut self.insts[id.index()];
             inst.control.targets.push(entry);
             inst.control.falls_through = inst.guard.is_some();
@@ -1341,6 +1352,39 @@ fn inline_subroutines(insts: &mut Vec<Inst>, calls: Vec<(InstId, InstId)>) -> Op
         }
     }
     first_copy
+}
+
+/// Where the one subroutine of a kernel in nvdisasm JSON starts, with its name. The JSON names
+/// the subroutine a call goes to (`$kernel$callee`, ptxas's name for a function it placed after
+/// the kernel's code) but prints no label for it. When every such call of the function names
+/// the same one, its code is what follows the kernel's own: the first instruction after the last
+/// one reached from the entry (calls falling through). Not guessed with several subroutines
+/// (their order is not known); [`inline_subroutines`] still checks that the code holds a `RET`
+/// and is not the kernel's own (code reached only through a jump table, which the walk does not
+/// follow, leads to an `EXIT`, not a `RET`).
+fn lone_subroutine<'a>(
+    insts: &[Inst],
+    calls: &[(InstId, BranchRef<'a>)],
+    function: &str,
+) -> Option<(&'a str, InstId)> {
+    let is_subroutine = |label: &str| {
+        let callee = label.strip_prefix('$').and_then(|rest| rest.strip_prefix(function));
+        callee.and_then(|rest| rest.strip_prefix('$')).is_some_and(|callee| !callee.is_empty())
+    };
+    let mut names = calls.iter().filter_map(|(_, call)| match call {
+        BranchRef::Label(label) if is_subroutine(label) => Some(*label),
+        _ => None,
+    });
+    let name = names.next()?;
+    if names.any(|other| other != name) {
+        return None;
+    }
+    let reached = reached_without_calls(insts);
+    let entry = reached.iter().rposition(|&r| r)? + 1;
+    if entry >= insts.len() {
+        return None;
+    }
+    Some((name, InstId(u32::try_from(entry).ok()?)))
 }
 
 /// The instructions reached from the function's entry when calls fall through: its own code,

@@ -726,3 +726,55 @@ fn a_subroutine_walk_stops_at_its_steps() {
     assert_eq!(walk(&mut few, 1), None);
     assert_eq!(few, 0);
 }
+
+/// nvdisasm JSON names a kernel's subroutine (`$k$wait`) but prints no label for it
+/// (hand-written, in the shape of `fixtures/kernels/noinline_poll.cu`'s JSON): with one
+/// subroutine, its code is what follows the kernel's own, and each call gets a copy.
+fn json_with_calls(calls: [&str; 2], main: &str) -> String {
+    let call = |target: &str| {
+        format!(
+            r#"{{"opcode":"CALL.REL.NOINC","operands":"{target}","other-attributes":{{"control-flow":"True","subroutine-call":"True"}}}}"#
+        )
+    };
+    let body = [
+        r#"{"opcode":"MOV","operands":"R4,0x20"}"#.to_owned(),
+        call(calls[0]),
+        r#"{"opcode":"MOV","operands":"R4,0x40"}"#.to_owned(),
+        call(calls[1]),
+        main.to_owned(),
+        r#"{"opcode":"EXIT","other-attributes":{"control-flow":"True"}}"#.to_owned(),
+        r#"{"opcode":"LDG.E.STRONG.GPU","operands":"R0,desc[UR4][R6.64]"}"#.to_owned(),
+        r#"{"opcode":"ISETP.NE.AND","operands":"P0,PT,R0,RZ,PT"}"#.to_owned(),
+        r#"{"predicate":"@!P0","opcode":"BRA","operands":"0x60","other-attributes":{"control-flow":"True"}}"#.to_owned(),
+        r#"{"opcode":"RET.REL.NODEC","operands":"R4,k","other-attributes":{"control-flow":"True"}}"#.to_owned(),
+        r#"{"opcode":"BRA","operands":"0xa0","other-attributes":{"control-flow":"True"}}"#.to_owned(),
+    ];
+    format!(
+        r#"[{{"ELF":{{}},"SM":{{"version":{{"major":9,"minor":0}}}},"Producer":"nvdisasm V13.5.37"}},[{{"function-name":"k","start":0,"length":176,"other-attributes":[],"sass-instructions":[{}]}}]]"#,
+        body.join(",")
+    )
+}
+
+#[test]
+fn a_json_kernels_one_subroutine_follows_its_own_code() {
+    let plain = r#"{"opcode":"NOP"}"#;
+    let modules = lower(&json_with_calls(["$k$wait", "$k$wait"], plain), SassFormat::NvdisasmJson);
+    let f = only_function(&modules);
+    // The eleven instructions as written (the kernel's six, `$k$wait` from the seventh), then a
+    // copy of the four of `$k$wait` per call, each returning after its own call.
+    assert_eq!(f.inlined_from, Some(11));
+    assert_eq!(f.insts.len(), 19);
+    assert_eq!(f.insts[1].control.targets, vec![InstId(11)]);
+    assert_eq!(f.insts[3].control.targets, vec![InstId(15)]);
+    assert_eq!(f.insts[14].control.targets, vec![InstId(2)]);
+    assert_eq!(f.insts[18].control.targets, vec![InstId(4)]);
+
+    // Two subroutines: which follows which is not known, and neither is guessed.
+    let two = lower(&json_with_calls(["$k$wait", "$k$other"], plain), SassFormat::NvdisasmJson);
+    let f = only_function(&two);
+    assert_eq!(f.inlined_from, None);
+    assert!(f.insts[1].control.targets.is_empty() && f.insts[1].control.falls_through);
+    // Another function (`CALL.ABS`-style name) is no subroutine of `k`: still one guess.
+    let other = lower(&json_with_calls(["$k$wait", "vprintf"], plain), SassFormat::NvdisasmJson);
+    assert_eq!(only_function(&other).inlined_from, Some(11));
+}
