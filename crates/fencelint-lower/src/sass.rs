@@ -538,7 +538,8 @@ impl<'a> Body<'a> {
         }
         // A call into the function's own code goes there, and the subroutine's returns come
         // back after it; a call to anything else (`CALL.ABS.NOINC `(__assertfail)`, another
-        // function, an unknown target) stays an instruction that falls through.
+        // function, an unknown target) stays an instruction that falls through. nvdisasm JSON
+        // labels no subroutine: a kernel's only one is found by where its own code ends.
         let lone = match format {
             SassFormat::NvdisasmJson => lone_subroutine(&self.insts, &self.calls, header.name),
             _ => None,
