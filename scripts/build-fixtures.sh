@@ -16,8 +16,7 @@
 #   <stem>.nvdisasm.sass       nvdisasm -c -g   (source lines)
 #   <stem>.nvdisasm-gp.sass    nvdisasm -c -gp  (PTX lines)
 #   <stem>.nvdisasm-hex.sass   nvdisasm -c -hex  (last arch on the line only)
-#   <stem>.nvdisasm.json       nvdisasm -json    (last arch on the line only; not for
-#                              kernel files with an `// extra: no-json` line)
+#   <stem>.nvdisasm.json       nvdisasm -json    (last arch on the line only)
 #   <stem>.nvdisasm-gi.sass    nvdisasm -c -gi  (source lines with the call sites of
 #                              inlined code; kernel files with an `// extra: nvdisasm-gi`
 #                              line only)
@@ -122,9 +121,7 @@ for src in fixtures/kernels/*.cu; do
             fi
             if [ "$arch" = "$last_arch" ]; then
                 nvdisasm -c -hex "$stem.cubin" >"$stem.nvdisasm-hex.sass"
-                if [[ " $extra " != *" no-json "* ]]; then
-                    nvdisasm -json "$stem.cubin" >"$stem.nvdisasm.json"
-                fi
+                nvdisasm -json "$stem.cubin" >"$stem.nvdisasm.json"
             fi
         )
     done
