@@ -20,6 +20,12 @@
 #   <stem>.nvdisasm-gi.sass    nvdisasm -c -gi  (source lines with the call sites of
 #                              inlined code; kernel files with an `// extra: nvdisasm-gi`
 #                              line only)
+#   <stem>.rdc.ptx             nvcc -O3 -ptx -rdc=true -lineinfo, where the
+#                              `__noinline__` functions are functions of their own,
+#                              called by name (kernel files with an `// extra: rdc`
+#                              line only; so for the next two)
+#   <stem>.rdc.cubin           nvcc -O3 -cubin -rdc=true -lineinfo, from that .ptx
+#   <stem>.rdc.nvdisasm.sass   nvdisasm -c -g of it (cuobjdump prints no callee names)
 # and, for binary-input tests, fixtures/compiled/multiarch/:
 #   spin_poll.fatbin           nvcc -fatbin, sm_90a + sm_100a SASS, compute_100a PTX
 #   spin_poll.o                nvcc -c, sm_80 + sm_120 SASS, compute_120 PTX
@@ -106,6 +112,13 @@ for src in fixtures/kernels/*.cu; do
         # The cubin is assembled from the committed PTX, so its line table and
         # its embedded .nv_debug_ptx_txt agree with the .ptx file.
         (cd "$d" && nvcc -O3 -cubin -lineinfo -arch="$arch" "$stem.ptx" -o "$stem.cubin")
+        if [[ " $extra " == *" rdc "* ]]; then
+            nvcc -O3 -ptx -rdc=true -lineinfo -arch="$arch" "$src" -o "$work/$stem.rdc.ptx"
+            relativize_ptx "$work/$stem.rdc.ptx" "$d/$stem.rdc.ptx"
+            rm -f "$work/$stem.rdc.ptx"
+            (cd "$d" && nvcc -O3 -cubin -rdc=true -lineinfo -arch="$arch" "$stem.rdc.ptx" \
+                -o "$stem.rdc.cubin")
+        fi
         size="$(wc -c <"$d/$stem.cubin")"
         if [ "$size" -gt "$max_cubin" ]; then
             echo "build-fixtures: $d/$stem.cubin is $size bytes (limit $max_cubin)" >&2
@@ -118,6 +131,9 @@ for src in fixtures/kernels/*.cu; do
             nvdisasm -c -gp "$stem.cubin" >"$stem.nvdisasm-gp.sass"
             if [[ " $extra " == *" nvdisasm-gi "* ]]; then
                 nvdisasm -c -gi "$stem.cubin" >"$stem.nvdisasm-gi.sass"
+            fi
+            if [[ " $extra " == *" rdc "* ]]; then
+                nvdisasm -c -g "$stem.rdc.cubin" >"$stem.rdc.nvdisasm.sass"
             fi
             if [ "$arch" = "$last_arch" ]; then
                 nvdisasm -c -hex "$stem.cubin" >"$stem.nvdisasm-hex.sass"

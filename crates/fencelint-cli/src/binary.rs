@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use fencelint_diagnostics::Diagnostic;
 use fencelint_linter::{InputKind, PairedPtx, Settings, reorder};
 use fencelint_sass::{Arch, FunctionSplitter};
-use fencelint_source::{Excerpt, FileId};
+use fencelint_source::{Excerpt, FileId, TextRange};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::elf::Elf;
@@ -845,6 +845,14 @@ fn lint_unit(
     };
     let cwd = path.parent();
     let mut n_chunks = 0usize;
+    // A small cubin whose functions call each other by name is linted whole, so that the
+    // calls are followed (nvdisasm names the callee; cuobjdump prints `0x0`).
+    let linked = tools.nvdisasm.is_some()
+        && unit.functions.is_none()
+        && Elf::open(path)
+            .and_then(|mut elf| elf.callable_functions())
+            .is_some_and(|(callable, code)| callable && code <= LINKED_MAX_CODE);
+    let mut held = Vec::new();
     let result = tools::run_streaming(tool, &args, cwd, options.timeout, |reader| {
         // Where the listing does not name the architecture, the cubin's name does.
         let mut splitter = FunctionSplitter::new(reader)
@@ -854,6 +862,10 @@ fn lint_unit(
             let chunk = chunk?;
             n_chunks += 1;
             progress.function(&label, &chunk.function, chunk.text.len());
+            if linked {
+                held.push(chunk);
+                continue;
+            }
             let text = chunk.text;
             let kind = InputKind::Sass(chunk.format);
             let pair = companion.map(|c| (&c.paired, c.producer.as_deref()));
@@ -879,6 +891,9 @@ fn lint_unit(
                 ));
             }
             splitter.recycle(text);
+        }
+        if linked {
+            lint_linked(&held, &label, settings, companion, &mut output);
         }
         Ok::<(), io::Error>(())
     });
@@ -906,6 +921,96 @@ fn lint_unit(
         ));
     }
     output
+}
+
+/// Cubins with at most this much code (the `.text.*` sections) whose functions call each other
+/// by name are linted whole ([`lint_linked`]): the listing and the IR of all its functions are
+/// held at once, about 15 and 20 times the code's size. Larger ones are linted function by
+/// function, and such calls fall through.
+const LINKED_MAX_CODE: u64 = 2 << 20;
+
+/// Lints the functions of a cubin's listing together, so that a call of another function is
+/// followed into a copy of its code (`fencelint_lower`'s linking of named calls), and cuts each
+/// function's findings out as the function-by-function path does: from the function's text,
+/// followed by the text of each function that its findings' labels point into (a callee whose
+/// code was copied into it).
+fn lint_linked(
+    chunks: &[fencelint_sass::SassChunk],
+    label: &str,
+    settings: &Settings,
+    companion: Option<&Arc<Companion>>,
+    output: &mut UnitOutput,
+) {
+    let Some(first) = chunks.first() else { return };
+    let mut text = String::new();
+    let mut starts: Vec<u32> = Vec::with_capacity(chunks.len());
+    for chunk in chunks {
+        starts.push(text.len() as u32);
+        text.push_str(&chunk.text);
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    let kind = InputKind::Sass(first.format);
+    let pair = companion.map(|c| (&c.paired, c.producer.as_deref()));
+    let lint = fencelint_linter::lint_listing(PLACEHOLDER, &text, kind, settings, pair);
+    output.functions += lint.functions;
+    let chunk_at = |offset: u32| starts.partition_point(|&start| start <= offset).saturating_sub(1);
+    let mut by_name: HashMap<&str, usize> = HashMap::new();
+    for (index, chunk) in chunks.iter().enumerate() {
+        by_name.entry(chunk.function.as_str()).or_insert(index);
+    }
+    let mut groups: std::collections::BTreeMap<usize, Vec<Diagnostic>> =
+        std::collections::BTreeMap::new();
+    for diagnostic in lint.diagnostics {
+        let own = diagnostic
+            .kernel
+            .as_deref()
+            .and_then(|kernel| by_name.get(kernel).copied())
+            .unwrap_or_else(|| chunk_at(diagnostic.primary.range.start));
+        groups.entry(own).or_default().push(diagnostic);
+    }
+    for (own, mut diagnostics) in groups {
+        // The functions the labels point into, the finding's own first, and where each one's
+        // text starts in the excerpt.
+        let mut parts: Vec<(usize, u32)> = vec![(own, 0)];
+        let mut excerpt = String::new();
+        for diagnostic in &diagnostics {
+            let labels = std::iter::once(&diagnostic.primary).chain(&diagnostic.secondary);
+            for label in labels.filter(|label| label.file == PLACEHOLDER) {
+                let part = chunk_at(label.range.start);
+                if !parts.iter().any(|&(p, _)| p == part) {
+                    parts.push((part, 0));
+                }
+            }
+        }
+        for (part, at) in &mut parts {
+            *at = excerpt.len() as u32;
+            excerpt.push_str(&chunks[*part].text);
+            if !excerpt.ends_with('\n') {
+                excerpt.push('\n');
+            }
+        }
+        for diagnostic in &mut diagnostics {
+            let labels = std::iter::once(&mut diagnostic.primary).chain(&mut diagnostic.secondary);
+            for label in labels.filter(|label| label.file == PLACEHOLDER) {
+                let part = chunk_at(label.range.start);
+                let at = parts.iter().find(|&&(p, _)| p == part).map_or(0, |&(_, at)| at);
+                let shift = |offset: u32| offset.saturating_sub(starts[part]).saturating_add(at);
+                label.range = TextRange::new(shift(label.range.start), shift(label.range.end));
+            }
+        }
+        let uses_ptx = diagnostics.iter().any(|d| {
+            d.primary.file == COMPANION || d.secondary.iter().any(|l| l.file == COMPANION)
+        });
+        output.findings.push(finding(
+            format!("{label}:{}", chunks[own].function),
+            label,
+            &excerpt,
+            diagnostics,
+            companion.filter(|_| uses_ptx).cloned(),
+        ));
+    }
 }
 
 /// Whether a disassembler's failure says that it does not handle the cubin's architecture

@@ -111,6 +111,29 @@ impl Elf {
         Some(out)
     }
 
+    /// Whether the cubin holds a function of its own that is not a kernel (a function symbol
+    /// at the start of a code section, without `STO_CUDA_ENTRY`: a `__noinline__` function of a
+    /// `-rdc` build, a device function of a debug build), which the code calls by name; and the
+    /// size of all its code sections. `None` without a readable symbol table.
+    pub(crate) fn callable_functions(&mut self) -> Option<(bool, u64)> {
+        let symtab = self.sections.iter().position(|s| s.kind == 2)?; // SHT_SYMTAB
+        let (offset, size) = (self.sections[symtab].offset, self.sections[symtab].size);
+        let symbols = self.read_at(offset, size)?;
+        let callable = symbols.chunks_exact(24).any(|symbol| {
+            let shndx = usize::from(u16_at(symbol, 6));
+            symbol[4] & 0xf == 2 // STT_FUNC
+                && symbol[5] & 0x10 == 0 // not STO_CUDA_ENTRY
+                && u64_at(symbol, 8) == 0
+                && self.sections.get(shndx).is_some_and(|s| s.name.starts_with(".text."))
+        });
+        let code = self
+            .sections
+            .iter()
+            .filter(|s| s.name.starts_with(".text."))
+            .fold(0u64, |sum, s| sum.saturating_add(s.size));
+        Some((callable, code))
+    }
+
     fn read_at(&mut self, offset: u64, size: u64) -> Option<Vec<u8>> {
         if offset.checked_add(size)? > self.len || size > MAX_TABLE {
             return None;

@@ -127,6 +127,95 @@ fn statistics_count_the_cubins_of_a_binary() {
     assert_eq!(stats["statistics"], expected);
 }
 
+/// A `-rdc` cubin's kernels call the functions that hold their waits by name (``CALL.ABS.NOINC
+/// `(callee)``); the cubin is linted whole so that the calls are followed, with the findings of
+/// the same cubin's nvdisasm listing (checked against the kernel file's expectations by the
+/// fixture tests), and each label's excerpt line is the instruction at the label's address, in
+/// the caller's text or in the callee's text that follows it.
+#[test]
+fn calls_between_the_functions_of_a_cubin_are_followed() {
+    // (rule, function, message, addresses of the primary label and of the others)
+    type Key = (String, String, String, Vec<u64>);
+    let keys = |out: &Output| -> Vec<Key> {
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        let mut keys: Vec<Key> = doc["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                let related = d["related"].as_array().into_iter().flatten();
+                let addresses = std::iter::once(&d["sass_address"])
+                    .chain(related.map(|r| &r["sass_address"]))
+                    .filter_map(serde_json::Value::as_u64)
+                    .collect();
+                let text = |key: &str| d[key].as_str().unwrap_or_default().to_owned();
+                (text("rule"), base_name(&text("kernel")), text("message"), addresses)
+            })
+            .collect();
+        keys.sort();
+        keys
+    };
+    for arch in ["sm_80", "sm_90a", "sm_100a", "sm_120"] {
+        let cubin = format!("fixtures/compiled/{arch}/noinline_poll.rdc.cubin");
+        let args = ["--format", "json", "--select", "all", "--locations", "input", &cubin];
+        let Some(out) = check_with_tools("calls_between_the_functions_of_a_cubin", &args) else {
+            return;
+        };
+        let listing = format!("fixtures/compiled/{arch}/noinline_poll.rdc.nvdisasm.sass");
+        let expected = fencelint(&["check", "--format", "json", "--select", "all", &listing]);
+        let found = keys(&out);
+        assert_eq!(found, keys(&expected), "{arch}");
+        let callers = found.iter().filter(|k| k.1.starts_with("call_")).count();
+        assert!(callers >= 3, "{arch}: the kernels' own findings: {found:?}");
+
+        // The lines each excerpt shows, by file and line number, against the labels' addresses.
+        let rich = fencelint(
+            &["check", "--format", "rich", "--color", "never", "--select", "all"]
+                .into_iter()
+                .chain(["--locations", "input", cubin.as_str()])
+                .collect::<Vec<_>>(),
+        );
+        let mut shown = std::collections::HashMap::new();
+        let mut file = String::new();
+        for line in stdout(&rich).lines() {
+            if let Some((_, at)) = line.split_once("┌─ ") {
+                let mut parts = at.rsplitn(3, ':');
+                file = parts.nth(2).unwrap_or_default().to_owned();
+            } else if let Some((number, text)) = line.split_once(" │ ")
+                && let Ok(number) = number.trim().parse::<u64>()
+            {
+                shown.insert((file.clone(), number), text.to_owned());
+            }
+        }
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        for d in doc["diagnostics"].as_array().unwrap() {
+            let related = d["related"].as_array().into_iter().flatten();
+            for label in std::iter::once(d).chain(related) {
+                let Some(address) = label["sass_address"].as_u64() else { continue };
+                let key = (
+                    label["file"].as_str().unwrap().to_owned(),
+                    label["span"]["line"].as_u64().unwrap(),
+                );
+                let text = shown.get(&key).unwrap_or_else(|| panic!("{arch}: {key:?} not shown"));
+                assert!(text.contains(&format!("/*{address:04x}*/")), "{arch}: {key:?}: {text}");
+            }
+        }
+    }
+}
+
+/// The C++ name of a function, mangled (`_Z21wait_relaxed_and_readPKjPKf`, in a listing) or
+/// demangled (`wait_relaxed_and_read(unsigned int const*, float const*)`, in a binary's
+/// findings): `wait_relaxed_and_read`.
+fn base_name(name: &str) -> String {
+    if let Some(rest) = name.strip_prefix("_Z") {
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
+        if let Ok(len) = rest[..digits].parse::<usize>() {
+            return rest[digits..].chars().take(len).collect();
+        }
+    }
+    name.split('(').next().unwrap_or(name).to_owned()
+}
+
 /// Runs `check --format json EXTRA FATBIN` on a pseudo-terminal (util-linux `script`), stdout
 /// to a file, and returns what the terminal showed, without escape sequences; `None` (saying
 /// so) where `script` is missing.

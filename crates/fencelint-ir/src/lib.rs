@@ -282,6 +282,44 @@ pub enum ValueOp {
     InSpace(Space),
 }
 
+impl ValueOp {
+    /// Renames the registers the value reads ([`Inst::map_regs`]).
+    pub fn map_regs(&mut self, map: &mut impl FnMut(Reg) -> Reg) {
+        match self {
+            Self::Copy(a)
+            | Self::AddImm(a, _)
+            | Self::Mapa(a)
+            | Self::AndImm(a, _)
+            | Self::ShrImm(a, _)
+            | Self::Compare(_, a, _)
+            | Self::PredNot(a)
+            | Self::Vote { src: a, .. }
+            | Self::FetchAddReg(a)
+            | Self::PopCount(a)
+            | Self::BytePermute { src: Some(a), .. } => *a = map(*a),
+            Self::And(a, b)
+            | Self::CompareRegs(_, a, b)
+            | Self::PredAnd(a, b)
+            | Self::PredOr(a, b)
+            | Self::CompareHigh { high: a, low: b, .. }
+            | Self::CompareJoined { src: a, other: b, .. }
+            | Self::Sum(a, b) => {
+                *a = map(*a);
+                *b = map(*b);
+            }
+            Self::Param(_)
+            | Self::SymbolAddr(_)
+            | Self::Imm(_)
+            | Self::FetchAdd(_)
+            | Self::ActiveLanes
+            | Self::BytePermute { src: None, .. }
+            | Self::Varying
+            | Self::RetriedSwap
+            | Self::InSpace(_) => {}
+        }
+    }
+}
+
 /// The family of an arithmetic or logic instruction, for rules that tell tests and bit
 /// manipulation from other work. Filled by both front ends: the SASS semantics table's `alu=`
 /// fact, the PTX lowering from the mnemonic and its type (and its state space, for `cvta`).
@@ -462,6 +500,35 @@ impl Inst {
 
     pub fn mem(&self) -> Option<&MemAccess> {
         self.kind.mem()
+    }
+
+    /// Renames every register the instruction names: definitions, uses, the guard, the value,
+    /// the addresses and the A fragment of a register-A MMA. For code copied from one function
+    /// into another, whose registers are numbered apart. The value-number key, made of register
+    /// numbers, is dropped.
+    pub fn map_regs(&mut self, mut map: impl FnMut(Reg) -> Reg) {
+        for reg in self.defs.iter_mut().chain(self.uses.iter_mut()) {
+            *reg = map(*reg);
+        }
+        if let Some(guard) = &mut self.guard {
+            guard.reg = map(guard.reg);
+        }
+        if let Some(value) = &mut self.value {
+            value.map_regs(&mut map);
+        }
+        for address in
+            self.address.iter_mut().chain(self.extra_addresses.iter_mut().map(|(_, a)| a))
+        {
+            match &mut address.base {
+                AddrBase::Reg(reg) => *reg = map(*reg),
+                AddrBase::Complex(regs) => regs.iter_mut().for_each(|reg| *reg = map(*reg)),
+                AddrBase::Symbol(_) | AddrBase::Absolute => {}
+            }
+        }
+        if let InstKind::Wgmma(WgmmaOp::Mma { register_a: Some(reg) }) = &mut self.kind {
+            *reg = map(*reg);
+        }
+        self.pure_key = None;
     }
 
     pub fn extra_address(&self, role: AddressRole) -> Option<&Address> {

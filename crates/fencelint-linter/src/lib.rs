@@ -59,6 +59,19 @@ pub fn lint_split_function(
     lint_text_with(file, text, kind, settings, pair, Extent::Function(arch))
 }
 
+/// Lints a whole SASS listing, as [`lint_text`] does, with the pair rules against `pair` as
+/// [`lint_split_function`] runs them: for the listing of a cubin whose functions call each
+/// other by name, read whole so that the calls are followed into the callees' code.
+pub fn lint_listing(
+    file: FileId,
+    text: &str,
+    kind: InputKind,
+    settings: &Settings,
+    pair: Option<(&PairedPtx, Option<&str>)>,
+) -> LintOutput {
+    lint_text_with(file, text, kind, settings, pair, Extent::Listing)
+}
+
 /// The PTX-versus-SASS reorder audit (`ptxas-reordered-across-wait`), for callers that hold a
 /// cubin: `reorder::ptx_from_debug_section` rebuilds the PTX from the `.nv_debug_ptx_txt`
 /// section and `reorder::ptxas_version` reads the compiler version from the notes.

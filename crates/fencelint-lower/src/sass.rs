@@ -83,38 +83,30 @@ fn lower_streamed<'a>(
     let table = table::table();
     OPCODES.with_borrow_mut(|cache| {
         let mut sink = LowerSink {
-            file,
             text,
             // Set by the parser before the first function.
             format: SassFormat::NvdisasmText,
             base,
             table,
             cache,
-            modules: Vec::new(),
-            current_key: None,
+            modules: Modules::new(file, None),
             body: None,
             expected: 0,
         };
         let errors = parse(&mut sink);
-        let mut modules = sink.modules;
-        if modules.is_empty() {
-            modules.push(new_module(file, None, None));
-        }
-        Lowered { modules, diagnostics: parse_errors(file, &errors, base) }
+        Lowered { modules: sink.modules.finish(), diagnostics: parse_errors(file, &errors, base) }
     })
 }
 
 /// Lowers each instruction as the text parser reads it: no syntax tree, no operand vector
 /// per instruction. Functions are grouped into modules as [`lower_module`] groups them.
 struct LowerSink<'a, 'c> {
-    file: FileId,
     text: &'a str,
     format: SassFormat,
     base: u32,
     table: &'static table::Table,
     cache: &'c mut OpcodeCache,
-    modules: Vec<Module>,
-    current_key: Option<(Option<Arch>, Option<&'a str>)>,
+    modules: Modules<'a>,
     /// The function being lowered, from its first instruction on.
     body: Option<Body<'a>>,
     /// The instructions the parser expects in the function being read.
@@ -138,15 +130,57 @@ impl<'a> fencelint_sass::ListingSink<'a> for LowerSink<'a, '_> {
 
     fn close_function(&mut self, function: SassFunction<'a>) {
         let body = self.body.take().unwrap_or_else(|| Body::with_capacity(0));
-        let lowered = body.finish(&function, self.text, self.format, self.base);
-        let key = (function.arch, function.binary);
-        if self.current_key != Some(key) || self.modules.is_empty() {
+        let (lowered, calls) = body.finish(&function, self.text, self.format, self.base);
+        self.modules.push(function.arch, function.binary, lowered, calls);
+    }
+}
+
+/// Lowered functions grouped into modules, one per run of functions that share an
+/// architecture and fat-binary entry, with the calls of each function that name another
+/// function; [`Modules::finish`] links those ([`link_functions`]).
+struct Modules<'a> {
+    file: FileId,
+    producer: Option<&'a str>,
+    done: Vec<Module>,
+    current_key: Option<(Option<Arch>, Option<&'a str>)>,
+    /// For each module: (function index, call, callee name) of its named calls.
+    calls: Vec<Vec<(usize, InstId, &'a str)>>,
+}
+
+impl<'a> Modules<'a> {
+    fn new(file: FileId, producer: Option<&'a str>) -> Self {
+        Self { file, producer, done: Vec::new(), current_key: None, calls: Vec::new() }
+    }
+
+    fn push(
+        &mut self,
+        arch: Option<Arch>,
+        binary: Option<&'a str>,
+        func: Function,
+        calls: Vec<(InstId, &'a str)>,
+    ) {
+        let key = (arch, binary);
+        if self.current_key != Some(key) || self.done.is_empty() {
             self.current_key = Some(key);
-            self.modules.push(new_module(self.file, function.arch.map(|a| a.to_string()), None));
+            let target = arch.map(|a| a.to_string());
+            self.done.push(new_module(self.file, target, self.producer));
+            self.calls.push(Vec::new());
         }
-        if let Some(module) = self.modules.last_mut() {
-            module.functions.push(lowered);
+        if let (Some(module), Some(module_calls)) = (self.done.last_mut(), self.calls.last_mut()) {
+            let index = module.functions.len();
+            module_calls.extend(calls.into_iter().map(|(call, name)| (index, call, name)));
+            module.functions.push(func);
         }
+    }
+
+    fn finish(mut self) -> Vec<Module> {
+        for (module, calls) in self.done.iter_mut().zip(&self.calls) {
+            link_functions(&mut module.functions, calls);
+        }
+        if self.done.is_empty() {
+            self.done.push(new_module(self.file, None, self.producer));
+        }
+        self.done
     }
 }
 
@@ -270,23 +304,12 @@ fn lower_module_with(
     table: &table::Table,
     cache: &mut OpcodeCache,
 ) -> Vec<Module> {
-    let mut modules: Vec<Module> = Vec::new();
-    let mut current_key = None;
+    let mut modules = Modules::new(file, module.producer);
     for func in &module.functions {
-        let key = (func.arch, func.binary);
-        if current_key != Some(key) || modules.is_empty() {
-            current_key = Some(key);
-            modules.push(new_module(file, func.arch.map(|a| a.to_string()), module.producer));
-        }
-        let lowered = lower_function(func, text, module.format, base, table, cache);
-        if let Some(last) = modules.last_mut() {
-            last.functions.push(lowered);
-        }
+        let (lowered, calls) = lower_function(func, text, module.format, base, table, cache);
+        modules.push(func.arch, func.binary, lowered, calls);
     }
-    if modules.is_empty() {
-        modules.push(new_module(file, None, module.producer));
-    }
-    modules
+    modules.finish()
 }
 
 fn new_module(file: FileId, target: Option<String>, producer: Option<&str>) -> Module {
@@ -379,14 +402,14 @@ impl Lowering {
     }
 }
 
-fn lower_function(
-    func: &SassFunction<'_>,
+fn lower_function<'a>(
+    func: &SassFunction<'a>,
     text: &str,
     format: SassFormat,
     base: u32,
     table: &table::Table,
     cache: &mut OpcodeCache,
-) -> Function {
+) -> (Function, Vec<(InstId, &'a str)>) {
     let mut body = Body::with_capacity(func.instructions.len());
     for inst in &func.instructions {
         body.instruction(inst, &inst.operands, base, table, cache);
@@ -495,13 +518,15 @@ impl<'a> Body<'a> {
 
     /// Resolves the branches against the addresses of the kept instructions and the labels of
     /// `header`, and names the function after it (its instructions, if any, are not read).
+    /// Also returns the calls that name something other than the function's own code
+    /// (`` CALL.ABS.NOINC `(callee) ``), for [`link_functions`].
     fn finish(
         mut self,
         header: &SassFunction<'a>,
         text: &str,
         format: SassFormat,
         base: u32,
-    ) -> Function {
+    ) -> (Function, Vec<(InstId, &'a str)>) {
         let targets = Targets { addresses: &self.addresses, labels: &header.labels };
         let mut sorted: Vec<(&str, u64)> = Vec::new();
         if self.branches.iter().chain(&self.calls).any(|(_, b)| matches!(b, BranchRef::Label(_))) {
@@ -537,19 +562,25 @@ impl<'a> Body<'a> {
             }
         }
         // A call into the function's own code goes there, and the subroutine's returns come
-        // back after it; a call to anything else (`CALL.ABS.NOINC `(__assertfail)`, another
-        // function, an unknown target) stays an instruction that falls through. nvdisasm JSON
+        // back after it; a call that names another function is kept for [`link_functions`],
+        // which follows it when the listing holds that function; anything else (an unknown
+        // target, `0x0` in cuobjdump) stays an instruction that falls through. nvdisasm JSON
         // labels no subroutine: a kernel's only one is found by where its own code ends.
         let lone = match format {
             SassFormat::NvdisasmJson => lone_subroutine(&self.insts, &self.calls, header.name),
             _ => None,
         };
         let mut subroutine_calls = Vec::new();
+        let mut named_calls = Vec::new();
         for (id, call) in std::mem::take(&mut self.calls) {
             let address = match call {
                 BranchRef::Address(address) => Some(address),
                 BranchRef::Label(label) => label_address(label),
                 BranchRef::Listed(_) | BranchRef::Unknown => None,
+            };
+            let named = match call {
+                BranchRef::Label(name) if address.is_none() => Some(name),
+                _ => None,
             };
             let entry = match (address, call, lone) {
                 (Some(address), ..) => resolve(&self.addresses, address),
@@ -558,7 +589,10 @@ impl<'a> Body<'a> {
                 }
                 _ => None,
             };
-            let Some(entry) = entry else { continue };
+            let Some(entry) = entry else {
+                named_calls.extend(named.map(|name| (id, name)));
+                continue;
+            };
             let inst = &mut self.insts[id.index()];
             inst.control.targets.push(entry);
             inst.control.falls_through = inst.guard.is_some();
@@ -575,7 +609,7 @@ impl<'a> Body<'a> {
         func.is_kernel = is_kernel(header, self.first_start, text, format);
         func.insts = self.insts;
         func.inlined_from = inlined_from;
-        func
+        (func, named_calls)
     }
 }
 
@@ -1353,6 +1387,144 @@ fn inline_subroutines(insts: &mut Vec<Inst>, calls: Vec<(InstId, InstId)>) -> Op
         }
     }
     first_copy
+}
+
+/// The most instructions that copies of other functions' code may add to a module, beyond its
+/// own count ([`link_functions`]): each copy holds the copies of its own callees, so a chain of
+/// calls would otherwise copy every function into every caller above it.
+const LINK_BUDGET_MIN: usize = 65_536;
+
+/// Follows the calls of each function to other functions of its module (`calls`: function
+/// index, call, callee name). nvdisasm names the callee of a call that ptxas did not resolve
+/// within the function (`` CALL.ABS.NOINC `(_Z12wait_relaxedPKj) `` in a `-rdc` build, whose
+/// `__noinline__` functions are functions of their own); cuobjdump prints `0x0` there, so its
+/// calls stay unresolved. As for a subroutine ([`inline_subroutines`]), the call goes to a copy
+/// of the callee's code placed after the caller's own, one copy per call, and the copy's returns
+/// come back after the call. Callees are linked before their callers (so a copy holds the
+/// callee's own callees), and a call into a function whose linking is under way (recursion) is
+/// not followed. Calls of functions the module does not hold (`__assertfail`, `vprintf`), and
+/// calls past the caller's budget ([`SUBROUTINE_BUDGET_MIN`] or its own size, shared with its
+/// subroutines) or the module's ([`LINK_BUDGET_MIN`] or its own size), stay instructions that
+/// fall through.
+fn link_functions(functions: &mut [Function], calls: &[(usize, InstId, &str)]) {
+    if calls.is_empty() {
+        return;
+    }
+    let by_name: HashMap<String, usize> = functions
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(index, func)| (func.name.clone(), index))
+        .collect();
+    let mut edges: Vec<Vec<(InstId, usize)>> = vec![Vec::new(); functions.len()];
+    for &(caller, call, name) in calls {
+        if let Some(&callee) = by_name.get(name)
+            && callee != caller
+        {
+            edges[caller].push((call, callee));
+        }
+    }
+    let total: usize = functions.iter().map(|func| func.insts.len()).sum();
+    let mut budget = LINK_BUDGET_MIN.max(total);
+    // Depth first, without recursion (a listing can chain thousands of calls): 0 not reached,
+    // 1 on the stack, 2 linked.
+    let mut state = vec![0u8; functions.len()];
+    for root in 0..functions.len() {
+        if state[root] != 0 || edges[root].is_empty() {
+            continue;
+        }
+        state[root] = 1;
+        let mut stack = vec![(root, 0usize)];
+        while let Some((func, next)) = stack.last_mut() {
+            let func = *func;
+            if let Some(&(_, callee)) = edges[func].get(*next) {
+                *next += 1;
+                if state[callee] == 0 {
+                    state[callee] = 1;
+                    stack.push((callee, 0));
+                }
+                continue;
+            }
+            stack.pop();
+            // A callee still on the stack calls back into this function.
+            let sites: Vec<(InstId, usize)> =
+                edges[func].iter().copied().filter(|&(_, callee)| state[callee] == 2).collect();
+            link_calls(functions, func, &sites, &mut budget);
+            state[func] = 2;
+        }
+    }
+}
+
+/// Copies the code of the callee of each of `sites` into `functions[into]` ([`link_functions`]).
+fn link_calls(
+    functions: &mut [Function],
+    into: usize,
+    sites: &[(InstId, usize)],
+    budget: &mut usize,
+) {
+    for &(call, from) in sites {
+        let (func, callee) = if into < from {
+            let (left, right) = functions.split_at_mut(from);
+            (&mut left[into], &right[0])
+        } else {
+            let (left, right) = functions.split_at_mut(into);
+            (&mut right[0], &left[from])
+        };
+        let own = func.inlined_from.map_or(func.insts.len(), |k| k as usize);
+        // The callee's code reached from its entry, in text order (not the padding after its
+        // last return), and where each instruction goes in the caller.
+        let reached = reached_from_entry(&callee.insts);
+        let length = reached.len();
+        let copied = func.insts.len() - own;
+        if length == 0 || copied + length > SUBROUTINE_BUDGET_MIN.max(own) || length > *budget {
+            continue;
+        }
+        *budget -= length;
+        crate::seal(&mut func.insts, "EXIT");
+        let base = func.insts.len() as u32;
+        func.inlined_from.get_or_insert(base);
+        let moved = |id: InstId| reached.binary_search(&id).ok().map(|k| InstId(base + k as u32));
+        let return_to = (call.index() + 1 < own).then_some(InstId(call.0 + 1));
+        let regs: Vec<Reg> = callee.regs.iter().map(|name| func.intern_reg(name)).collect();
+        for &id in &reached {
+            let mut copy = callee.insts[id.index()].clone();
+            copy.map_regs(|reg| regs[reg.0 as usize]);
+            copy.control.targets.retain_mut(|target| match moved(*target) {
+                Some(to) => {
+                    *target = to;
+                    true
+                }
+                None => false,
+            });
+            // The callee's returns (those of its copies of its own subroutines go back into it).
+            if matches!(copy.kind, InstKind::Return) && copy.control.targets.is_empty() {
+                copy.control.targets = return_to.into_iter().collect();
+                copy.control.exits = return_to.is_none();
+            }
+            func.insts.push(copy);
+        }
+        crate::seal(&mut func.insts, "EXIT");
+        let site = &mut func.insts[call.index()];
+        site.control.targets = vec![InstId(base)];
+        site.control.falls_through = site.guard.is_some();
+    }
+}
+
+/// The instructions reached from the first one (branch targets and falling through), in order.
+fn reached_from_entry(insts: &[Inst]) -> Vec<InstId> {
+    let mut seen = vec![false; insts.len()];
+    let mut work = vec![0usize];
+    while let Some(at) = work.pop() {
+        if at >= insts.len() || std::mem::replace(&mut seen[at], true) {
+            continue;
+        }
+        let inst = &insts[at];
+        work.extend(inst.control.targets.iter().map(|t| t.index()));
+        if inst.falls_to_next() {
+            work.push(at + 1);
+        }
+    }
+    (0..insts.len() as u32).filter(|&k| seen[k as usize]).map(InstId).collect()
 }
 
 /// Where the one subroutine of a kernel in nvdisasm JSON starts, with its name. The JSON names

@@ -531,6 +531,14 @@ pub enum OperandKind<'a> {
     /// `EIATTR_INDIRECT_BRANCH_TARGETS`: `(*"BRANCH_TARGETS .L_x_12,.L_x_3"*)` holds
     /// `.L_x_12,.L_x_3` (see [`Operand::branch_targets`]).
     BranchTargets(&'a str),
+    /// A value the loader patches in, as nvdisasm prints a relocation: `32@lo((k + .L_x_0@srel))`
+    /// (the low half of the return address that a call of another function passes in `R20`),
+    /// `32@hi(symbol)`. Holds the expression inside `lo(...)` or `hi(...)`.
+    Relocation(&'a str),
+    /// Another of nvdisasm's `(*"..."*)` remarks, which say nothing about what the instruction
+    /// does: `(*"SpillRefill"*)`, `(*"RELOCATOR OPCODE,YIELD,280"*)` (an instruction the loader
+    /// may patch, in a `-rdc` cubin). Holds the text between the quotes.
+    Remark(&'a str),
     /// Anything else, as written (without the prefixes recorded in the flags).
     Other(&'a str),
 }

@@ -224,22 +224,36 @@ fn parse_kind(text: &str) -> Option<OperandKind<'_>> {
         b'{' => parse_set(text).map(OperandKind::Set),
         b'(' => {
             // nvdisasm's `(*"..."*)` annotations: `BRANCH_TARGETS` lists the targets of an
-            // indirect branch; the others (`SpillRefill`) are remarks and stay `Other`.
+            // indirect branch; the others (`SpillRefill`, `RELOCATOR ...`) are remarks.
             let inner = text.strip_prefix("(*\"")?.strip_suffix("\"*)")?;
-            inner.strip_prefix("BRANCH_TARGETS ").map(OperandKind::BranchTargets)
+            Some(match inner.strip_prefix("BRANCH_TARGETS ") {
+                Some(list) => OperandKind::BranchTargets(list),
+                None => OperandKind::Remark(inner),
+            })
         }
         b'`' => {
             let name = text.strip_prefix("`(")?.strip_suffix(')')?;
             Some(OperandKind::Label(name))
         }
         b'$' | b'_' | b'.' => Some(OperandKind::Label(text)),
-        b'0'..=b'9' | b'-' | b'+' | b'I' | b'Q' | b'N' => parse_number(text),
+        b'0'..=b'9' => parse_number(text).or_else(|| parse_relocation(text)),
+        b'-' | b'+' | b'I' | b'Q' | b'N' => parse_number(text),
         b'a'..=b'z' if byte_index(text, b'[').is_some() => parse_prefixed(text),
         // No SASS keyword is lower case: a bare lower-case word is a symbol (`extern "C"` names
         // in nvdisasm JSON).
         b'a'..=b'z' if is_symbol(text) => Some(OperandKind::Label(text)),
         _ => None,
     }
+}
+
+/// `32@lo((k + .L_x_0@srel))`, `32@hi(symbol)`: a width in bits, the half, the expression.
+fn parse_relocation(text: &str) -> Option<OperandKind<'_>> {
+    let (width, rest) = text.split_once('@')?;
+    if width.is_empty() || !width.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let expression = rest.strip_prefix("lo(").or_else(|| rest.strip_prefix("hi("))?;
+    expression.strip_suffix(')').filter(|e| !e.is_empty()).map(OperandKind::Relocation)
 }
 
 /// Whether `text` can be a code symbol: letters, digits, `_`, `$`, `.`.
@@ -749,6 +763,18 @@ mod tests {
     }
 
     #[test]
+    fn relocations() {
+        // The return address a `-rdc` call passes (nvdisasm), and a symbol's high half.
+        let text = "32@lo((call_wait_and_read_twice + .L_x_0@srel))";
+        let expected = OperandKind::Relocation("(call_wait_and_read_twice + .L_x_0@srel)");
+        assert_eq!(one(text).kind, expected);
+        assert_eq!(one("32@hi(symbol)").kind, OperandKind::Relocation("symbol"));
+        for other in ["@lo(x)", "32@mid(x)", "32@lo()", "32@lo(x", "3a@lo(x)"] {
+            assert_eq!(one(other).kind, OperandKind::Other(other), "{other}");
+        }
+    }
+
+    #[test]
     fn branch_target_annotations() {
         let (ops, stop) = scan(r#"R2 -0xf0 (*"BRANCH_TARGETS .L_x_12,.L_x_13,.L_x_3"*);"#);
         assert!(matches!(stop, Stop::Semicolon(_)));
@@ -756,7 +782,9 @@ mod tests {
         assert_eq!(ops[2].kind, OperandKind::BranchTargets(".L_x_12,.L_x_13,.L_x_3"));
         let targets: Vec<&str> = ops[2].branch_targets().expect("targets").collect();
         assert_eq!(targets, [".L_x_12", ".L_x_13", ".L_x_3"]);
-        assert_eq!(one(r#"(*"SpillRefill"*)"#).kind, OperandKind::Other(r#"(*"SpillRefill"*)"#));
+        assert_eq!(one(r#"(*"SpillRefill"*)"#).kind, OperandKind::Remark("SpillRefill"));
+        let relocator = r#"(*"RELOCATOR OPCODE,YIELD,280"*)"#;
+        assert_eq!(one(relocator).kind, OperandKind::Remark("RELOCATOR OPCODE,YIELD,280"));
         assert_eq!(one(r#"(*"BRANCH_TARGETS"#).kind, OperandKind::Other(r#"(*"BRANCH_TARGETS"#));
         assert!(one("R2").branch_targets().is_none());
     }

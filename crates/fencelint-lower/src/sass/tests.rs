@@ -778,3 +778,117 @@ fn a_json_kernels_one_subroutine_follows_its_own_code() {
     let other = lower(&json_with_calls(["$k$wait", "vprintf"], plain), SassFormat::NvdisasmJson);
     assert_eq!(only_function(&other).inlined_from, Some(11));
 }
+
+/// nvdisasm text of `-rdc` functions calling each other by name (hand-written, in the shape of
+/// `fixtures/compiled/*/noinline_poll.rdc.nvdisasm.sass`): `k` calls `a` twice, `a` calls `b`,
+/// `b` calls `a` back (recursion) and `__assertfail`, which the listing does not hold.
+fn named_calls_listing() -> String {
+    let function = |name: &str, kernel: bool, body: &str| {
+        let other = if kernel {
+            format!("        .other          {name},@\"STO_CUDA_ENTRY STV_DEFAULT\"\n")
+        } else {
+            String::new()
+        };
+        format!(
+            "//--------------------- .text.{name} --------------------------\n\t.section\t.text.{name},\"ax\",@progbits\n        .type           {name},@function\n{other}{name}:\n.text.{name}:\n{body}.L_end_{name}:\n\n"
+        )
+    };
+    let mut text = String::new();
+    text += &function(
+        "a",
+        false,
+        "        /*0000*/                   LDG.E.STRONG.GPU R7, desc[UR4][R8.64] ;
+        /*0010*/                   CALL.ABS.NOINC `(b) ;
+        /*0020*/                   RET.ABS.NODEC R20 0x0 ;
+",
+    );
+    text += &function(
+        "k",
+        true,
+        "        /*0000*/                   MOV R3, 0x1 ;
+        /*0010*/                   CALL.ABS.NOINC `(a) ;
+        /*0020*/                   CALL.ABS.NOINC `(a) ;
+        /*0030*/                   EXIT ;
+",
+    );
+    text += &function(
+        "b",
+        false,
+        "        /*0000*/                   IADD3 R9, R7, 0x1, RZ ;
+        /*0010*/                   CALL.ABS.NOINC `(a) ;
+        /*0020*/                   CALL.ABS.NOINC `(__assertfail) ;
+        /*0030*/                   RET.ABS.NODEC R20 0x0 ;
+",
+    );
+    text
+}
+
+#[test]
+fn calls_of_other_functions_of_the_listing_go_to_copies_of_them() {
+    let text = named_calls_listing();
+    let modules = lower(&text, SassFormat::NvdisasmText);
+    assert_eq!(modules.len(), 1);
+    let funcs = &modules[0].functions;
+    let by_name = |name: &str| funcs.iter().find(|f| f.name == name).unwrap();
+    let (a, k, b) = (by_name("a"), by_name("k"), by_name("b"));
+    assert!(k.is_kernel && !a.is_kernel && !b.is_kernel);
+
+    // `b` is linked first (depth first from `a`): its call back into `a` is not followed, and
+    // `__assertfail` is not in the listing; both fall through.
+    assert_eq!(b.inlined_from, None);
+    assert!(b.insts[1].control.targets.is_empty() && b.insts[1].control.falls_through);
+    assert!(b.insts[2].control.targets.is_empty() && b.insts[2].control.falls_through);
+
+    // `a`: three own instructions (the last a return: no seal), then one copy of `b`'s four.
+    assert_eq!(a.inlined_from, Some(3));
+    assert_eq!(a.insts.len(), 7);
+    assert_eq!(a.insts[1].control.targets, [InstId(3)]);
+    assert!(!a.insts[1].control.falls_through);
+    assert_eq!(a.insts[3].opcode, "IADD3");
+    // The copy reads `a`'s own `R7`: registers are matched by name.
+    assert_eq!(a.insts[3].uses, a.insts[0].defs);
+    let ret = &a.insts[6];
+    assert_eq!(ret.kind, InstKind::Return);
+    assert_eq!(ret.control.targets, [InstId(2)]);
+    assert!(!ret.control.exits);
+    assert_eq!(ret.range, b.insts[3].range, "the copy keeps the callee's place in the text");
+
+    // `k`: each call goes to a copy of linked `a` (seven instructions), whose returns come back
+    // after that call, and whose copy of `b` returns into that copy of `a`.
+    assert_eq!(k.inlined_from, Some(4));
+    assert_eq!(k.insts.len(), 4 + 2 * 7);
+    assert_eq!(k.insts[1].control.targets, [InstId(4)]);
+    assert_eq!(k.insts[2].control.targets, [InstId(11)]);
+    for (copy, back) in [(4u32, 2u32), (11, 3)] {
+        let at = |k_: u32| &k.insts[(copy + k_) as usize];
+        assert_eq!(at(1).control.targets, [InstId(copy + 3)], "a's call of b");
+        assert_eq!(at(2).control.targets, [InstId(back)], "a's return");
+        assert_eq!(at(6).control.targets, [InstId(copy + 2)], "b's return");
+    }
+}
+
+#[test]
+fn a_long_chain_of_named_calls_stays_within_the_budget() {
+    // f0 calls f1 calls ... f1999, each call the copy of the rest of the chain: without the
+    // module's budget the copies would hold about two million instructions.
+    let mut text = String::new();
+    let n = 2000;
+    for i in 0..n {
+        let call = if i + 1 < n {
+            format!("        /*0010*/                   CALL.ABS.NOINC `(f{}) ;\n", i + 1)
+        } else {
+            "        /*0010*/                   NOP ;\n".to_owned()
+        };
+        std::fmt::Write::write_fmt(
+            &mut text,
+            format_args!("\t.section\t.text.f{i},\"ax\",@progbits\n.text.f{i}:\nf{i}:\n        /*0000*/                   IADD3 R1, R1, 0x1, RZ ;\n{call}        /*0020*/                   RET.ABS.NODEC R20 0x0 ;\n\n"),
+        )
+        .unwrap();
+    }
+    let modules = lower(&text, SassFormat::NvdisasmText);
+    let total: usize = modules[0].functions.iter().map(|f| f.insts.len()).sum();
+    let own = 3 * n;
+    assert!(total <= own + super::LINK_BUDGET_MIN.max(own) + 2 * n, "{total}");
+    // The deepest callees are linked: f1998 holds a copy of f1999.
+    assert!(modules[0].functions[n - 2].inlined_from.is_some());
+}
