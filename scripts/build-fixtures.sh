@@ -26,6 +26,7 @@
 #                              line only; so for the next two)
 #   <stem>.rdc.cubin           nvcc -O3 -cubin -rdc=true -lineinfo, from that .ptx
 #   <stem>.rdc.nvdisasm.sass   nvdisasm -c -g of it (cuobjdump prints no callee names)
+#   <stem>.rdc.nvdisasm.json   nvdisasm -json of it (last arch on the line only)
 # and, for binary-input tests, fixtures/compiled/multiarch/:
 #   spin_poll.fatbin           nvcc -fatbin, sm_90a + sm_100a SASS, compute_100a PTX
 #   spin_poll.o                nvcc -c, sm_80 + sm_120 SASS, compute_120 PTX
@@ -134,6 +135,9 @@ for src in fixtures/kernels/*.cu; do
             fi
             if [[ " $extra " == *" rdc "* ]]; then
                 nvdisasm -c -g "$stem.rdc.cubin" >"$stem.rdc.nvdisasm.sass"
+                if [ "$arch" = "$last_arch" ]; then
+                    nvdisasm -json "$stem.rdc.cubin" >"$stem.rdc.nvdisasm.json"
+                fi
             fi
             if [ "$arch" = "$last_arch" ]; then
                 nvdisasm -c -hex "$stem.cubin" >"$stem.nvdisasm-hex.sass"

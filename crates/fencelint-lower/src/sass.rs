@@ -1405,7 +1405,9 @@ const LINK_BUDGET_MIN: usize = 65_536;
 /// not followed. Calls of functions the module does not hold (`__assertfail`, `vprintf`), and
 /// calls past the caller's budget ([`SUBROUTINE_BUDGET_MIN`] or its own size, shared with its
 /// subroutines) or the module's ([`LINK_BUDGET_MIN`] or its own size), stay instructions that
-/// fall through.
+/// fall through. A function that another one calls is no kernel (device code does not call a
+/// kernel): nvdisasm JSON, which does not mark kernels, then keeps a finding in called code as
+/// the caller's, as the text listing does.
 fn link_functions(functions: &mut [Function], calls: &[(usize, InstId, &str)]) {
     if calls.is_empty() {
         return;
@@ -1422,6 +1424,7 @@ fn link_functions(functions: &mut [Function], calls: &[(usize, InstId, &str)]) {
             && callee != caller
         {
             edges[caller].push((call, callee));
+            functions[callee].is_kernel = false;
         }
     }
     let total: usize = functions.iter().map(|func| func.insts.len()).sum();
