@@ -925,7 +925,7 @@ fn lint_unit(
 
 /// Cubins with at most this much code (the `.text.*` sections) whose functions call each other
 /// by name are linted whole ([`lint_linked`]): the listing and the IR of all its functions are
-/// held at once, about 15 and 20 times the code's size. Larger ones are linted function by
+/// held at once, about 4 and 20 times the code's size. Larger ones are linted function by
 /// function, and such calls fall through.
 const LINKED_MAX_CODE: u64 = 2 << 20;
 
