@@ -1429,6 +1429,8 @@ fn link_functions(functions: &mut [Function], calls: &[(usize, InstId, &str)]) {
     }
     let total: usize = functions.iter().map(|func| func.insts.len()).sum();
     let mut budget = LINK_BUDGET_MIN.max(total);
+    // The code of each linked callee reached from its entry, found once.
+    let mut reached: Vec<Option<Arc<[InstId]>>> = vec![None; functions.len()];
     // Depth first, without recursion (a listing can chain thousands of calls): 0 not reached,
     // 1 on the stack, 2 linked.
     let mut state = vec![0u8; functions.len()];
@@ -1452,7 +1454,12 @@ fn link_functions(functions: &mut [Function], calls: &[(usize, InstId, &str)]) {
             // A callee still on the stack calls back into this function.
             let sites: Vec<(InstId, usize)> =
                 edges[func].iter().copied().filter(|&(_, callee)| state[callee] == 2).collect();
-            link_calls(functions, func, &sites, &mut budget);
+            for &(_, callee) in &sites {
+                if reached[callee].is_none() {
+                    reached[callee] = Some(reached_from_entry(&functions[callee].insts).into());
+                }
+            }
+            link_calls(functions, func, &sites, &reached, &mut budget);
             state[func] = 2;
         }
     }
@@ -1463,6 +1470,7 @@ fn link_calls(
     functions: &mut [Function],
     into: usize,
     sites: &[(InstId, usize)],
+    reached: &[Option<Arc<[InstId]>>],
     budget: &mut usize,
 ) {
     for &(call, from) in sites {
@@ -1476,7 +1484,7 @@ fn link_calls(
         let own = func.inlined_from.map_or(func.insts.len(), |k| k as usize);
         // The callee's code reached from its entry, in text order (not the padding after its
         // last return), and where each instruction goes in the caller.
-        let reached = reached_from_entry(&callee.insts);
+        let Some(reached) = &reached[from] else { continue };
         let length = reached.len();
         let copied = func.insts.len() - own;
         if length == 0 || copied + length > SUBROUTINE_BUDGET_MIN.max(own) || length > *budget {
@@ -1489,7 +1497,7 @@ fn link_calls(
         let moved = |id: InstId| reached.binary_search(&id).ok().map(|k| InstId(base + k as u32));
         let return_to = (call.index() + 1 < own).then_some(InstId(call.0 + 1));
         let regs: Vec<Reg> = callee.regs.iter().map(|name| func.intern_reg(name)).collect();
-        for &id in &reached {
+        for &id in reached.iter() {
             let mut copy = callee.insts[id.index()].clone();
             copy.map_regs(|reg| regs[reg.0 as usize]);
             copy.control.targets.retain_mut(|target| match moved(*target) {

@@ -892,3 +892,41 @@ fn a_long_chain_of_named_calls_stays_within_the_budget() {
     // The deepest callees are linked: f1998 holds a copy of f1999.
     assert!(modules[0].functions[n - 2].inlined_from.is_some());
 }
+
+#[test]
+fn many_calls_of_a_large_function_stay_within_the_budget() {
+    // A kernel of 20,000 calls of one 2,000-instruction function: the caller's budget (its own
+    // size, 20,001) takes nine copies of 2,001 instructions; the other calls fall through.
+    use std::fmt::Write as _;
+    let mut text = String::new();
+    let mut body = String::new();
+    for k in 0..2000 {
+        let _ =
+            writeln!(body, "        /*{:04x}*/                   IADD3 R1, R1, 0x1, RZ ;", k * 16);
+    }
+    let _ =
+        writeln!(body, "        /*{:04x}*/                   RET.ABS.NODEC R20 0x0 ;", 2000 * 16);
+    let mut calls = String::new();
+    for k in 0..20_000 {
+        let _ =
+            writeln!(calls, "        /*{:04x}*/                   CALL.ABS.NOINC `(f) ;", k * 16);
+    }
+    let _ = writeln!(calls, "        /*{:04x}*/                   EXIT ;", 20_000 * 16);
+    for (name, kernel, code) in [("f", false, &body), ("k", true, &calls)] {
+        let other = if kernel {
+            format!("        .other          {name},@\"STO_CUDA_ENTRY STV_DEFAULT\"\n")
+        } else {
+            String::new()
+        };
+        let _ = write!(
+            text,
+            "//--------------------- .text.{name} --------------------------\n\t.section\t.text.{name},\"ax\",@progbits\n{other}{name}:\n.text.{name}:\n{code}\n"
+        );
+    }
+    let modules = lower(&text, SassFormat::NvdisasmText);
+    let k = modules[0].functions.iter().find(|f| f.name == "k").unwrap();
+    let copies = k.insts.iter().filter(|i| i.opcode == "RET.ABS.NODEC").count();
+    assert_eq!(copies, 9, "{} instructions", k.insts.len());
+    let followed = k.insts[..20_000].iter().filter(|i| !i.control.targets.is_empty()).count();
+    assert_eq!(followed, 9);
+}
