@@ -77,7 +77,8 @@ pub struct Function {
     /// Parameter names in declaration order (PTX).
     pub params: Vec<String>,
     /// Where copies of called code start, when the function has any: the bodies of the PTX
-    /// functions it calls, and the SASS subroutines it calls, one copy per call, placed after
+    /// functions it calls, and the SASS subroutines and functions of its listing it calls
+    /// (`CALL.REL` into its own code, `` CALL.ABS `(name) ``), one copy per call, placed after
     /// the function's own instructions (the call jumps to its copy, the copy's returns jump
     /// back). What comes before is the function's own code, in text order.
     pub inlined_from: Option<u32>,
