@@ -6,7 +6,9 @@
 //!   header `// fencelint: rules=a, b` names others.
 //! - `fixtures/compiled/<arch>/<stem>.*`: compiler output of `fixtures/kernels/<stem>.cu`, whose
 //!   kernels carry `// expect: [rule] "substring"` lines (optionally `expect(ptx)` /
-//!   `expect(sass)`) above their definitions. Every rule runs; matching is by kernel.
+//!   `expect(sass)`, or `expect(rdc)` for the `<stem>.rdc.*` files of a `-rdc` build) above their
+//!   definitions, and so may `__device__` functions (matched by their mangled name). Every rule
+//!   runs; matching is by kernel.
 //!
 //! `[rule:note]` (or `:warning`, `:error`) also requires the finding's severity.
 //!
