@@ -87,14 +87,12 @@ impl Elf {
     /// it, and a second one would print it again. The symbol at offset 0 (the function the
     /// section is named after) is preferred.
     pub(crate) fn functions(&mut self) -> Option<Vec<(usize, u64)>> {
-        let symtab = self.sections.iter().position(|s| s.kind == 2)?; // SHT_SYMTAB
-        let (offset, size) = (self.sections[symtab].offset, self.sections[symtab].size);
-        let symbols = self.read_at(offset, size)?;
+        let symbols = self.symbols()?;
         // For each section: (offset of the symbol in it, symbol index) of the best symbol yet.
         let mut chosen: Vec<Option<(u64, usize)>> = vec![None; self.sections.len()];
         for (index, symbol) in symbols.chunks_exact(24).enumerate() {
             let shndx = usize::from(u16_at(symbol, 6));
-            if symbol[4] & 0xf == 2 && shndx > 0 && shndx < self.sections.len() {
+            if is_function(symbol) && shndx > 0 && shndx < self.sections.len() {
                 let candidate = (u64_at(symbol, 8), index);
                 let best = &mut chosen[shndx];
                 if best.is_none_or(|best| candidate < best) {
@@ -116,12 +114,10 @@ impl Elf {
     /// `-rdc` build, a device function of a debug build), which the code calls by name; and the
     /// size of all its code sections. `None` without a readable symbol table.
     pub(crate) fn callable_functions(&mut self) -> Option<(bool, u64)> {
-        let symtab = self.sections.iter().position(|s| s.kind == 2)?; // SHT_SYMTAB
-        let (offset, size) = (self.sections[symtab].offset, self.sections[symtab].size);
-        let symbols = self.read_at(offset, size)?;
+        let symbols = self.symbols()?;
         let callable = symbols.chunks_exact(24).any(|symbol| {
             let shndx = usize::from(u16_at(symbol, 6));
-            symbol[4] & 0xf == 2 // STT_FUNC
+            is_function(symbol)
                 && symbol[5] & 0x10 == 0 // not STO_CUDA_ENTRY
                 && u64_at(symbol, 8) == 0
                 && self.sections.get(shndx).is_some_and(|s| s.name.starts_with(".text."))
@@ -134,6 +130,13 @@ impl Elf {
         Some((callable, code))
     }
 
+    /// The symbol table's entries, 24 bytes each (`None` without one).
+    fn symbols(&mut self) -> Option<Vec<u8>> {
+        let symtab = self.sections.iter().position(|s| s.kind == 2)?; // SHT_SYMTAB
+        let (offset, size) = (self.sections[symtab].offset, self.sections[symtab].size);
+        self.read_at(offset, size)
+    }
+
     fn read_at(&mut self, offset: u64, size: u64) -> Option<Vec<u8>> {
         if offset.checked_add(size)? > self.len || size > MAX_TABLE {
             return None;
@@ -143,6 +146,11 @@ impl Elf {
         self.file.read_exact(&mut bytes).ok()?;
         Some(bytes)
     }
+}
+
+/// Whether a symbol table entry is a function (`STT_FUNC`).
+fn is_function(symbol: &[u8]) -> bool {
+    symbol[4] & 0xf == 2
 }
 
 fn c_string(table: &[u8], at: usize) -> String {
@@ -209,6 +217,25 @@ mod tests {
         assert!(internal.count() > 0, "the fixture holds subroutines inside kernels");
         for (index, _) in functions {
             assert_eq!(u64_at(&symbols[index * 24..], 8), 0, "symbol {index} starts its section");
+        }
+    }
+
+    #[test]
+    fn functions_of_their_own_that_are_not_kernels() {
+        // A `-rdc` build keeps its `__noinline__` functions; the release build places them in
+        // the kernels as subroutines (symbols inside the kernels' sections, not at offset 0).
+        let rdc = repo().join("fixtures/compiled/sm_90a/noinline_poll.rdc.cubin");
+        let (callable, code) = Elf::open(&rdc).unwrap().callable_functions().unwrap();
+        assert!(callable);
+        let mut elf = Elf::open(&rdc).unwrap();
+        let text: u64 =
+            elf.sections.iter().filter(|s| s.name.starts_with(".text.")).map(|s| s.size).sum();
+        assert!(code > 0 && code == text, "{code} {text}");
+        assert_eq!(elf.functions().map(|f| f.len()), Some(16));
+        for plain in ["sm_90a/noinline_poll.cubin", "sm_100a/tcgen05.cubin"] {
+            let path = repo().join("fixtures/compiled").join(plain);
+            let (callable, _) = Elf::open(&path).unwrap().callable_functions().unwrap();
+            assert!(!callable, "{plain}");
         }
     }
 

@@ -1313,7 +1313,7 @@ fn inline_subroutines(insts: &mut Vec<Inst>, calls: Vec<(InstId, InstId)>) -> Op
     let mut regions: HashMap<InstId, Option<Arc<[InstId]>>> = HashMap::new();
     let mut steps = 4 * budget;
     let mut seen = vec![u32::MAX; original];
-    let main = reached_without_calls(insts);
+    let main = reached(insts, false);
     let mut first_copy = None;
     // (call, entry, where the call returns to, the entries of the copies the call sits in: no
     // recursion into them)
@@ -1429,8 +1429,8 @@ fn link_functions(functions: &mut [Function], calls: &[(usize, InstId, &str)]) {
     }
     let total: usize = functions.iter().map(|func| func.insts.len()).sum();
     let mut budget = LINK_BUDGET_MIN.max(total);
-    // The code of each linked callee reached from its entry, found once.
-    let mut reached: Vec<Option<Arc<[InstId]>>> = vec![None; functions.len()];
+    // The code of each linked callee reached from its entry, in text order, found once.
+    let mut copied: Vec<Option<Vec<InstId>>> = vec![None; functions.len()];
     // Depth first, without recursion (a listing can chain thousands of calls): 0 not reached,
     // 1 on the stack, 2 linked.
     let mut state = vec![0u8; functions.len()];
@@ -1455,11 +1455,13 @@ fn link_functions(functions: &mut [Function], calls: &[(usize, InstId, &str)]) {
             let sites: Vec<(InstId, usize)> =
                 edges[func].iter().copied().filter(|&(_, callee)| state[callee] == 2).collect();
             for &(_, callee) in &sites {
-                if reached[callee].is_none() {
-                    reached[callee] = Some(reached_from_entry(&functions[callee].insts).into());
+                if copied[callee].is_none() {
+                    let code = reached(&functions[callee].insts, true);
+                    let ids = (0..code.len() as u32).filter(|&k| code[k as usize]).map(InstId);
+                    copied[callee] = Some(ids.collect());
                 }
             }
-            link_calls(functions, func, &sites, &reached, &mut budget);
+            link_calls(functions, func, &sites, &copied, &mut budget);
             state[func] = 2;
         }
     }
@@ -1470,7 +1472,7 @@ fn link_calls(
     functions: &mut [Function],
     into: usize,
     sites: &[(InstId, usize)],
-    reached: &[Option<Arc<[InstId]>>],
+    copied: &[Option<Vec<InstId>>],
     budget: &mut usize,
 ) {
     for &(call, from) in sites {
@@ -1482,22 +1484,22 @@ fn link_calls(
             (&mut right[0], &left[from])
         };
         let own = func.inlined_from.map_or(func.insts.len(), |k| k as usize);
-        // The callee's code reached from its entry, in text order (not the padding after its
-        // last return), and where each instruction goes in the caller.
-        let Some(reached) = &reached[from] else { continue };
-        let length = reached.len();
-        let copied = func.insts.len() - own;
-        if length == 0 || copied + length > SUBROUTINE_BUDGET_MIN.max(own) || length > *budget {
+        // The callee's code reached from its entry (not the padding after its last return), and
+        // where each instruction goes in the caller.
+        let Some(code) = &copied[from] else { continue };
+        let length = code.len();
+        let added = func.insts.len() - own;
+        if length == 0 || added + length > SUBROUTINE_BUDGET_MIN.max(own) || length > *budget {
             continue;
         }
         *budget -= length;
         crate::seal(&mut func.insts, "EXIT");
         let base = func.insts.len() as u32;
         func.inlined_from.get_or_insert(base);
-        let moved = |id: InstId| reached.binary_search(&id).ok().map(|k| InstId(base + k as u32));
+        let moved = |id: InstId| code.binary_search(&id).ok().map(|k| InstId(base + k as u32));
         let return_to = (call.index() + 1 < own).then_some(InstId(call.0 + 1));
         let regs: Vec<Reg> = callee.regs.iter().map(|name| func.intern_reg(name)).collect();
-        for &id in reached.iter() {
+        for &id in code {
             let mut copy = callee.insts[id.index()].clone();
             copy.map_regs(|reg| regs[reg.0 as usize]);
             copy.control.targets.retain_mut(|target| match moved(*target) {
@@ -1519,23 +1521,6 @@ fn link_calls(
         site.control.targets = vec![InstId(base)];
         site.control.falls_through = site.guard.is_some();
     }
-}
-
-/// The instructions reached from the first one (branch targets and falling through), in order.
-fn reached_from_entry(insts: &[Inst]) -> Vec<InstId> {
-    let mut seen = vec![false; insts.len()];
-    let mut work = vec![0usize];
-    while let Some(at) = work.pop() {
-        if at >= insts.len() || std::mem::replace(&mut seen[at], true) {
-            continue;
-        }
-        let inst = &insts[at];
-        work.extend(inst.control.targets.iter().map(|t| t.index()));
-        if inst.falls_to_next() {
-            work.push(at + 1);
-        }
-    }
-    (0..insts.len() as u32).filter(|&k| seen[k as usize]).map(InstId).collect()
 }
 
 /// Where the one subroutine of a kernel in nvdisasm JSON starts, with its name. The JSON names
@@ -1563,17 +1548,20 @@ fn lone_subroutine<'a>(
     if names.any(|other| other != name) {
         return None;
     }
-    let reached = reached_without_calls(insts);
-    let entry = reached.iter().rposition(|&r| r)? + 1;
+    let own = reached(insts, false);
+    let entry = own.iter().rposition(|&r| r)? + 1;
     if entry >= insts.len() {
         return None;
     }
     Some((name, InstId(u32::try_from(entry).ok()?)))
 }
 
-/// The instructions reached from the function's entry when calls fall through: its own code,
-/// which no subroutine shares.
-fn reached_without_calls(insts: &[Inst]) -> Vec<bool> {
+/// The instructions reached from the function's entry. With `into_calls` false, calls fall
+/// through and their targets are not followed: the function's own code, which no subroutine
+/// shares. With it true, calls go where they were resolved to (the copies of the code they
+/// call): a function's code as a caller copies it ([`link_calls`]), without the padding after
+/// its last return.
+fn reached(insts: &[Inst], into_calls: bool) -> Vec<bool> {
     let mut reached = vec![false; insts.len()];
     let mut work = vec![InstId(0)];
     while let Some(at) = work.pop() {
@@ -1581,7 +1569,7 @@ fn reached_without_calls(insts: &[Inst]) -> Vec<bool> {
             continue;
         }
         let inst = &insts[at.index()];
-        if matches!(inst.kind, InstKind::Call) {
+        if !into_calls && matches!(inst.kind, InstKind::Call) {
             work.push(InstId(at.0 + 1));
             continue;
         }
@@ -1602,7 +1590,7 @@ struct Walk<'w> {
     /// The instructions visited, marked with `stamp` (one stamp per walk).
     seen: &'w mut [u32],
     stamp: u32,
-    /// The function's own code ([`reached_without_calls`]).
+    /// The function's own code ([`reached`] without calls).
     main: &'w [bool],
 }
 

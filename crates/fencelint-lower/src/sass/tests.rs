@@ -713,7 +713,7 @@ fn a_subroutine_walk_stops_at_its_steps() {
     let modules = lower(TWO_CALLS, SassFormat::CuobjdumpText);
     let own = only_function(&modules).own_code();
     let insts = &own.insts;
-    let main = super::reached_without_calls(insts);
+    let main = super::reached(insts, false);
     let mut seen = vec![u32::MAX; insts.len()];
     let mut walk = |steps: &mut usize, stamp| {
         let walk = super::Walk { max: 100, steps, seen: &mut seen, stamp, main: &main };
