@@ -23,11 +23,11 @@ use std::time::{Duration, Instant};
 
 use fencelint_diagnostics::Diagnostic;
 use fencelint_linter::{InputKind, PairedPtx, Settings, reorder};
-use fencelint_sass::{Arch, FunctionSplitter};
+use fencelint_sass::{Arch, FunctionSplitter, SassChunk};
 use fencelint_source::{Excerpt, FileId, TextRange};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::elf::Elf;
+use super::elf::{CodeFunction, Elf};
 use super::snippets::{self, Snippet};
 use super::tools::{self, INSTALL_HINT, Tools};
 
@@ -255,8 +255,7 @@ pub(crate) fn lint_binaries(
     for (whole, unit) in units.iter_mut().enumerate() {
         unit.whole = whole;
     }
-    let companions: Vec<OnceLock<Option<Arc<Companion>>>> =
-        units.iter().map(|_| OnceLock::new()).collect();
+    let cubins: Vec<OnceLock<Cubin>> = units.iter().map(|_| OnceLock::new()).collect();
     let workers = std::thread::available_parallelism().map_or(2, std::num::NonZero::get).max(2);
     if tools.nvdisasm.is_some() {
         // Two parts a worker: nvdisasm's time is not proportional to code size, and smaller
@@ -276,16 +275,27 @@ pub(crate) fn lint_binaries(
             let Some(&i) = order.get(taken) else { break };
             let unit = &units[i];
             progress.unit(&unit_label(&inputs[unit.binary].1, unit));
-            let companion = companions[unit.whole]
-                .get_or_init(|| companion(unit, &inputs[unit.binary].1, &tools, settings))
-                .clone();
+            let cubin = cubins[unit.whole].get_or_init(|| {
+                let companion = companion(unit, &inputs[unit.binary].1, &tools, settings);
+                let callees = match &tools.nvdisasm {
+                    Some(nvdisasm) if !unit.ptx => Callees::disassemble(
+                        unit,
+                        nvdisasm,
+                        companion.is_some(),
+                        options.timeout,
+                        workers,
+                    ),
+                    _ => None,
+                };
+                Cubin { companion, callees }
+            });
             let output = lint_unit(
                 unit,
                 &inputs[unit.binary].1,
                 &tools,
                 options,
                 settings,
-                companion.as_ref(),
+                cubin,
                 &progress,
             );
             *results[i].lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(output);
@@ -310,8 +320,8 @@ pub(crate) fn lint_binaries(
         }
     }
     // Parse errors in a cubin's own PTX: the pair rules may have missed something there.
-    for (whole, companion) in companions.into_iter().enumerate() {
-        let Some(Some(companion)) = companion.into_inner() else { continue };
+    for (whole, cubin) in cubins.into_iter().enumerate() {
+        let Some(Cubin { companion: Some(companion), .. }) = cubin.into_inner() else { continue };
         let Some(unit) = units.iter().find(|u| u.whole == whole) else { continue };
         if companion.paired.diagnostics().is_empty() {
             continue;
@@ -791,9 +801,10 @@ fn lint_unit(
     tools: &Tools,
     options: &BinaryOptions,
     settings: &Settings,
-    companion: Option<&Arc<Companion>>,
+    cubin: &Cubin,
     progress: &Progress,
 ) -> UnitOutput {
+    let (companion, callees) = (cubin.companion.as_ref(), cubin.callees.as_ref());
     let label = unit_label(binary, unit);
     let mut output = UnitOutput { findings: Vec::new(), error: None, functions: 0 };
     let Some(path) = &unit.path else {
@@ -819,84 +830,118 @@ fn lint_unit(
         return output;
     }
 
+    // A small cubin whose functions call each other by name is linted whole, so that the calls
+    // are followed (nvdisasm names the callee; cuobjdump prints `0x0`).
+    let whole = callees.is_none()
+        && tools.nvdisasm.is_some()
+        && unit.functions.is_none()
+        && Elf::open(path).and_then(|mut elf| elf.functions()).is_some_and(|functions| {
+            functions.iter().any(|f| f.callable) && code_size(&functions) <= linked_max_code()
+        });
+    // In a larger one, the callable functions were disassembled before the rest (and are left
+    // out of the stream); each part of a cubin lints those among its functions.
+    let mine =
+        |index: usize| unit.functions.as_ref().is_none_or(|own| own.binary_search(&index).is_ok());
+    let streamed: Option<Vec<usize>> = match (callees, &unit.functions) {
+        (Some(callees), Some(own)) => {
+            Some(own.iter().copied().filter(|i| callees.sorted.binary_search(i).is_err()).collect())
+        }
+        (Some(callees), None) => Some(callees.others.clone()),
+        (None, own) => own.clone(),
+    };
     let (tool, args) = match (&tools.nvdisasm, &tools.cuobjdump) {
         (Some(nvdisasm), _) => {
-            // `-gi` and `-gp` together print both markers: source lines with the call sites
-            // of inlined code for every rule, PTX lines for the pair rules. (`-gi` prints what
-            // `-g` prints for a cubin without line info, as fast; `-ndf` and `-novliw` print
-            // the same listing for NCCL's cubins and save no measurable time:
-            // docs/performance.md.)
-            let mut args = vec![OsString::from("-c"), OsString::from("-gi")];
-            if companion.is_some() {
-                args.push(OsString::from("-gp"));
-            }
-            if let Some(functions) = &unit.functions {
-                let list: Vec<String> = functions.iter().map(ToString::to_string).collect();
-                args.push(OsString::from("-fun"));
-                args.push(OsString::from(list.join(",")));
-            }
-            args.push(path.clone().into_os_string());
-            (nvdisasm, args)
+            (nvdisasm, nvdisasm_args(path, companion.is_some(), streamed.as_deref()))
         }
         (None, Some(cuobjdump)) => {
             (cuobjdump, vec![OsString::from("-sass"), path.clone().into_os_string()])
         }
         (None, None) => unreachable!("checked before any unit is made"),
     };
-    let cwd = path.parent();
+    let lint_chunk = |chunk: &SassChunk, output: &mut UnitOutput| {
+        progress.function(&label, &chunk.function, chunk.text.len());
+        let closure = callees.map(|c| c.closure(&chunk.text, &chunk.function)).unwrap_or_default();
+        if let (Some(callees), false) = (callees, closure.is_empty()) {
+            let mut parts = vec![chunk];
+            parts.extend(closure.iter().map(|&k| &callees.chunks[k]));
+            // The function's own findings, less those in a callee's code that the callee
+            // shows alone (it reports them itself).
+            let keep = |own: usize, at: usize, place: TextRange, diagnostic: &Diagnostic| {
+                own == 0
+                    && (at == 0
+                        || !callees.shows_alone(
+                            closure[at - 1],
+                            place,
+                            diagnostic,
+                            settings,
+                            companion,
+                        ))
+            };
+            lint_linked(&parts, &label, settings, companion, output, keep);
+            output.functions += 1;
+            return;
+        }
+        let kind = InputKind::Sass(chunk.format);
+        let pair = companion.map(|c| (&c.paired, c.producer.as_deref()));
+        let lint = fencelint_linter::lint_split_function(
+            PLACEHOLDER,
+            &chunk.text,
+            kind,
+            chunk.arch,
+            settings,
+            pair,
+        );
+        output.functions += lint.functions;
+        if !lint.diagnostics.is_empty() {
+            let uses_ptx = lint.diagnostics.iter().any(|d| {
+                d.primary.file == COMPANION || d.secondary.iter().any(|l| l.file == COMPANION)
+            });
+            output.findings.push(finding(
+                format!("{label}:{}", chunk.function),
+                &label,
+                &chunk.text,
+                lint.diagnostics,
+                companion.filter(|_| uses_ptx).cloned(),
+            ));
+        }
+    };
+    if let Some(callees) = callees {
+        for (chunk, &index) in callees.chunks.iter().zip(&callees.indices) {
+            if mine(index) {
+                lint_chunk(chunk, &mut output);
+            }
+        }
+    }
     let mut n_chunks = 0usize;
-    // A small cubin whose functions call each other by name is linted whole, so that the
-    // calls are followed (nvdisasm names the callee; cuobjdump prints `0x0`).
-    let linked = tools.nvdisasm.is_some()
-        && unit.functions.is_none()
-        && Elf::open(path)
-            .and_then(|mut elf| elf.callable_functions())
-            .is_some_and(|(callable, code)| callable && code <= LINKED_MAX_CODE);
-    let mut held = Vec::new();
-    let result = tools::run_streaming(tool, &args, cwd, options.timeout, |reader| {
-        // Where the listing does not name the architecture, the cubin's name does.
-        let mut splitter = FunctionSplitter::new(reader)
-            .with_target_lines()
-            .with_default_arch(unit.arch.as_deref().and_then(Arch::parse));
-        while let Some(chunk) = splitter.next() {
-            let chunk = chunk?;
-            n_chunks += 1;
-            progress.function(&label, &chunk.function, chunk.text.len());
-            if linked {
-                held.push(chunk);
-                continue;
+    let mut all = Vec::new();
+    let asked = !streamed.as_ref().is_some_and(Vec::is_empty);
+    let result = if asked {
+        tools::run_streaming(tool, &args, path.parent(), options.timeout, |reader| {
+            // Where the listing does not name the architecture, the cubin's name does.
+            let mut splitter = FunctionSplitter::new(reader)
+                .with_target_lines()
+                .with_default_arch(unit.arch.as_deref().and_then(Arch::parse));
+            while let Some(chunk) = splitter.next() {
+                let chunk = chunk?;
+                n_chunks += 1;
+                if whole {
+                    progress.function(&label, &chunk.function, chunk.text.len());
+                    all.push(chunk);
+                    continue;
+                }
+                lint_chunk(&chunk, &mut output);
+                splitter.recycle(chunk.text);
             }
-            let text = chunk.text;
-            let kind = InputKind::Sass(chunk.format);
-            let pair = companion.map(|c| (&c.paired, c.producer.as_deref()));
-            let lint = fencelint_linter::lint_split_function(
-                PLACEHOLDER,
-                &text,
-                kind,
-                chunk.arch,
-                settings,
-                pair,
-            );
-            output.functions += lint.functions;
-            if !lint.diagnostics.is_empty() {
-                let uses_ptx = lint.diagnostics.iter().any(|d| {
-                    d.primary.file == COMPANION || d.secondary.iter().any(|l| l.file == COMPANION)
-                });
-                output.findings.push(finding(
-                    format!("{label}:{}", chunk.function),
-                    &label,
-                    &text,
-                    lint.diagnostics,
-                    companion.filter(|_| uses_ptx).cloned(),
-                ));
-            }
-            splitter.recycle(text);
-        }
-        if linked {
-            lint_linked(&held, &label, settings, companion, &mut output);
-        }
-        Ok::<(), io::Error>(())
-    });
+            Ok::<(), io::Error>(())
+        })
+    } else {
+        Ok(())
+    };
+    if whole {
+        let chunks: Vec<&SassChunk> = all.iter().collect();
+        output.functions +=
+            lint_linked(&chunks, &label, settings, companion, &mut output, |_, _, _, _| true);
+    }
     if let Err(err) = result {
         let described = err.describe(tool);
         let hint = if refuses_architecture(&described) {
@@ -909,7 +954,10 @@ fn lint_unit(
             String::new()
         };
         output.error = Some(format!("disassembling `{}` failed: {described}{hint}", unit.name));
-    } else if n_chunks == 0 && Elf::open(path).and_then(|elf| elf.has_code()) != Some(false) {
+    } else if asked
+        && n_chunks == 0
+        && Elf::open(path).and_then(|elf| elf.has_code()) != Some(false)
+    {
         // The tool succeeded but printed nothing that reads as a function: never pass silently,
         // unless the cubin has no code section at all (device variables only), which the
         // listing rightly shows as no function.
@@ -923,25 +971,253 @@ fn lint_unit(
     output
 }
 
-/// Cubins with at most this much code (the `.text.*` sections) whose functions call each other
-/// by name are linted whole ([`lint_linked`]): the listing and the IR of all its functions are
-/// held at once, about 4 and 20 times the code's size. Larger ones are linted function by
-/// function, and such calls fall through.
-const LINKED_MAX_CODE: u64 = 2 << 20;
+/// What the parts of one cubin share: its PTX for the pair rules, and its callable functions.
+struct Cubin {
+    companion: Option<Arc<Companion>>,
+    callees: Option<Arc<Callees>>,
+}
 
-/// Lints the functions of a cubin's listing together, so that a call of another function is
-/// followed into a copy of its code (`fencelint_lower`'s linking of named calls), and cuts each
-/// function's findings out as the function-by-function path does: from the function's text,
-/// followed by the text of each function that its findings' labels point into (a callee whose
-/// code was copied into it).
+/// The arguments of `nvdisasm` for a cubin, or for some of its functions (symbol indices).
+fn nvdisasm_args(path: &Path, ptx_lines: bool, functions: Option<&[usize]>) -> Vec<OsString> {
+    // `-gi` and `-gp` together print both markers: source lines with the call sites of inlined
+    // code for every rule, PTX lines for the pair rules. (`-gi` prints what `-g` prints for a
+    // cubin without line info, as fast; `-ndf` and `-novliw` print the same listing for NCCL's
+    // cubins and save no measurable time: docs/performance.md.)
+    let mut args = vec![OsString::from("-c"), OsString::from("-gi")];
+    if ptx_lines {
+        args.push(OsString::from("-gp"));
+    }
+    if let Some(functions) = functions {
+        let list: Vec<String> = functions.iter().map(ToString::to_string).collect();
+        args.push(OsString::from("-fun"));
+        args.push(OsString::from(list.join(",")));
+    }
+    args.push(path.as_os_str().to_owned());
+    args
+}
+
+/// The size of the code sections of `functions`.
+fn code_size(functions: &[CodeFunction]) -> u64 {
+    functions.iter().fold(0u64, |sum, f| sum.saturating_add(f.size))
+}
+
+/// Cubins with at most this much code whose functions call each other by name, not split into
+/// parts, are linted whole ([`lint_linked`] over all their functions): the listing and the IR
+/// of all its functions are held at once, about 4 and 20 times the code's size. Larger ones
+/// hold only their callable functions' text ([`Callees`]). `FENCELINT_LINKED_MAX` (bytes)
+/// moves the limit, for tests and measurements.
+fn linked_max_code() -> u64 {
+    static MAX: OnceLock<u64> = OnceLock::new();
+    *MAX.get_or_init(|| {
+        std::env::var("FENCELINT_LINKED_MAX").ok().and_then(|v| v.parse().ok()).unwrap_or(2 << 20)
+    })
+}
+
+/// The callable functions of a cubin (not kernels, each in a code section of its own: see
+/// [`CodeFunction::callable`]) may take at most this much code together to be held.
+const CALLEES_MAX_CODE: u64 = 16 << 20;
+
+/// A function is linted with at most this much text of the functions it calls, directly or
+/// not (the IR of the whole is held while it is linted: about five times its text).
+const CLOSURE_MAX_TEXT: usize = 8 << 20;
+
+/// A cubin's callable functions, disassembled with nvdisasm before the rest of the cubin and
+/// held as text, so that every function that calls one by name (nvdisasm prints
+/// `` CALL.ABS.NOINC `(_Z12wait_relaxedPKj) ``; cuobjdump prints `0x0`) is linted together
+/// with the functions it calls, and the call is followed into a copy of their code
+/// (`fencelint_lower`'s linking of named calls).
+struct Callees {
+    /// The symbol index of each held function.
+    indices: Vec<usize>,
+    /// The same, sorted: left out of the stream of the rest.
+    sorted: Vec<usize>,
+    /// The symbol indices of the cubin's other functions.
+    others: Vec<usize>,
+    chunks: Vec<SassChunk>,
+    /// For each held function, the held functions it calls.
+    calls: Vec<Vec<usize>>,
+    /// For each held function, its findings when linted alone: (rule, message, primary range).
+    alone: Vec<OnceLock<Vec<(String, String, TextRange)>>>,
+}
+
+impl Callees {
+    /// `None` when the cubin has no callable function, when they are too large together, or
+    /// when they could not be disassembled (the cubin is then streamed whole, its calls not
+    /// followed, and the stream reports what went wrong).
+    fn disassemble(
+        unit: &Unit,
+        nvdisasm: &Path,
+        ptx_lines: bool,
+        timeout: Duration,
+        workers: usize,
+    ) -> Option<Arc<Self>> {
+        let path = unit.path.as_deref()?;
+        let functions = Elf::open(path)?.functions()?;
+        if unit.functions.is_none() && code_size(&functions) <= linked_max_code() {
+            return None; // linted whole
+        }
+        let (callable, others): (Vec<CodeFunction>, Vec<CodeFunction>) =
+            functions.into_iter().partition(|f| f.callable);
+        if callable.is_empty() || code_size(&callable) > CALLEES_MAX_CODE {
+            return None;
+        }
+        let sorted: Vec<usize> = callable.iter().map(|f| f.index).collect();
+        // In parts, as a large cubin is (nvdisasm's memory grows with what it prints: 612 MB
+        // for the 13 MB of code of NVSHMEM's sm_90 device library at once), `workers` at a time.
+        let parts: Vec<Vec<usize>> =
+            balanced(callable.clone(), workers * 2).into_iter().map(|(_, part)| part).collect();
+        let disassemble = |part: &[usize]| {
+            let args = nvdisasm_args(path, ptx_lines, Some(part));
+            let arch = unit.arch.as_deref().and_then(Arch::parse);
+            tools::run_streaming(nvdisasm, &args, path.parent(), timeout, |reader| {
+                FunctionSplitter::new(reader)
+                    .with_target_lines()
+                    .with_default_arch(arch)
+                    .collect::<io::Result<Vec<_>>>()
+            })
+            .ok()
+        };
+        let next = AtomicUsize::new(0);
+        let disassembled: Vec<Option<Vec<SassChunk>>> = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..workers.min(parts.len()))
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut out = Vec::new();
+                        while let Some(part) = parts.get(next.fetch_add(1, Ordering::Relaxed)) {
+                            out.push(disassemble(part));
+                        }
+                        out
+                    })
+                })
+                .collect();
+            // A thread that panicked leaves parts out: the count check below gives up.
+            threads.into_iter().flat_map(|t| t.join().unwrap_or_default()).collect()
+        });
+        let chunks: Vec<SassChunk> =
+            disassembled.into_iter().collect::<Option<Vec<_>>>()?.into_iter().flatten().collect();
+        // Each held function's symbol, by name; all or none.
+        let symbol: HashMap<&str, usize> =
+            callable.iter().map(|f| (f.name.as_str(), f.index)).collect();
+        let indices: Vec<usize> = chunks
+            .iter()
+            .map(|chunk| symbol.get(chunk.function.as_str()).copied())
+            .collect::<Option<_>>()?;
+        if indices.len() != sorted.len() {
+            return None;
+        }
+        let by_name: HashMap<&str, usize> =
+            chunks.iter().enumerate().map(|(k, chunk)| (chunk.function.as_str(), k)).collect();
+        let calls = chunks
+            .iter()
+            .map(|chunk| {
+                named_calls(&chunk.text).filter_map(|name| by_name.get(name).copied()).collect()
+            })
+            .collect();
+        drop(by_name);
+        Some(Arc::new(Self {
+            indices,
+            sorted,
+            others: others.iter().map(|f| f.index).collect(),
+            alone: chunks.iter().map(|_| OnceLock::new()).collect(),
+            chunks,
+            calls,
+        }))
+    }
+
+    /// Whether held function `k`, linted alone (no call followed), gives `diagnostic`'s rule and
+    /// message at `place` in its text: a finding in its own code, which it reports itself,
+    /// rather than one that only a caller's context makes.
+    fn shows_alone(
+        &self,
+        k: usize,
+        place: TextRange,
+        diagnostic: &Diagnostic,
+        settings: &Settings,
+        companion: Option<&Arc<Companion>>,
+    ) -> bool {
+        let alone = self.alone[k].get_or_init(|| {
+            let chunk = &self.chunks[k];
+            let pair = companion.map(|c| (&c.paired, c.producer.as_deref()));
+            let kind = InputKind::Sass(chunk.format);
+            fencelint_linter::lint_split_function(
+                PLACEHOLDER,
+                &chunk.text,
+                kind,
+                chunk.arch,
+                settings,
+                pair,
+            )
+            .diagnostics
+            .into_iter()
+            .filter(|d| d.primary.file == PLACEHOLDER)
+            .map(|d| (d.rule, d.message, d.primary.range))
+            .collect()
+        });
+        alone.iter().any(|(rule, message, range)| {
+            *range == place && *rule == diagnostic.rule && *message == diagnostic.message
+        })
+    }
+
+    /// The held functions that the function `name` with the listing `text` calls, directly or
+    /// through others, nearest first, as many as [`CLOSURE_MAX_TEXT`] allows (not the function
+    /// itself).
+    fn closure(&self, text: &str, name: &str) -> Vec<usize> {
+        let mut found: Vec<usize> = Vec::new();
+        let mut size = 0usize;
+        let mut add = |k: usize, found: &mut Vec<usize>| {
+            let chunk = &self.chunks[k];
+            if chunk.function != name
+                && !found.contains(&k)
+                && size + chunk.text.len() <= CLOSURE_MAX_TEXT
+            {
+                size += chunk.text.len();
+                found.push(k);
+            }
+        };
+        for called in named_calls(text) {
+            if let Some(k) = self.chunks.iter().position(|chunk| chunk.function == called) {
+                add(k, &mut found);
+            }
+        }
+        let mut next = 0;
+        while let Some(&k) = found.get(next) {
+            for &callee in &self.calls[k] {
+                add(callee, &mut found);
+            }
+            next += 1;
+        }
+        found
+    }
+}
+
+/// The names of the functions that a SASS text calls by name (the `` `(name) `` target of a
+/// `CALL`; labels of the function's own code are among them).
+fn named_calls(text: &str) -> impl Iterator<Item = &str> {
+    memchr::memmem::find_iter(text.as_bytes(), b"CALL.").filter_map(move |at| {
+        let line = &text[at..];
+        let line = &line[..memchr::memchr(b'\n', line.as_bytes()).unwrap_or(line.len())];
+        let start = line.find("`(")? + 2;
+        let len = line[start..].find(')')?;
+        Some(&line[start..start + len])
+    })
+}
+
+/// Lints functions of a cubin together, so that a call of another function is followed into a
+/// copy of its code (`fencelint_lower`'s linking of named calls), and cuts each function's
+/// findings out as the function-by-function path does: from the function's text, followed by
+/// the text of each function that its findings' labels point into (a callee whose code was
+/// copied into it). `keep` chooses among the findings: it gets the function a finding belongs
+/// to and the one its primary label is in (indices into `chunks`), and the label's range in
+/// that function's text.
 fn lint_linked(
-    chunks: &[fencelint_sass::SassChunk],
+    chunks: &[&SassChunk],
     label: &str,
     settings: &Settings,
     companion: Option<&Arc<Companion>>,
     output: &mut UnitOutput,
-) {
-    let Some(first) = chunks.first() else { return };
+    keep: impl Fn(usize, usize, TextRange, &Diagnostic) -> bool,
+) -> usize {
+    let Some(first) = chunks.first() else { return 0 };
     let mut text = String::new();
     let mut starts: Vec<u32> = Vec::with_capacity(chunks.len());
     for chunk in chunks {
@@ -954,8 +1230,10 @@ fn lint_linked(
     let kind = InputKind::Sass(first.format);
     let pair = companion.map(|c| (&c.paired, c.producer.as_deref()));
     let lint = fencelint_linter::lint_listing(PLACEHOLDER, &text, kind, settings, pair);
-    output.functions += lint.functions;
     let chunk_at = |offset: u32| starts.partition_point(|&start| start <= offset).saturating_sub(1);
+    let relative = |part: usize, range: TextRange| {
+        TextRange::new(range.start - starts[part], range.end.saturating_sub(starts[part]))
+    };
     let mut by_name: HashMap<&str, usize> = HashMap::new();
     for (index, chunk) in chunks.iter().enumerate() {
         by_name.entry(chunk.function.as_str()).or_insert(index);
@@ -963,12 +1241,16 @@ fn lint_linked(
     let mut groups: std::collections::BTreeMap<usize, Vec<Diagnostic>> =
         std::collections::BTreeMap::new();
     for diagnostic in lint.diagnostics {
+        let at = chunk_at(diagnostic.primary.range.start);
         let own = diagnostic
             .kernel
             .as_deref()
             .and_then(|kernel| by_name.get(kernel).copied())
-            .unwrap_or_else(|| chunk_at(diagnostic.primary.range.start));
-        groups.entry(own).or_default().push(diagnostic);
+            .unwrap_or(at);
+        let place = relative(at, diagnostic.primary.range);
+        if diagnostic.primary.file != PLACEHOLDER || keep(own, at, place, &diagnostic) {
+            groups.entry(own).or_default().push(diagnostic);
+        }
     }
     for (own, mut diagnostics) in groups {
         // The functions the labels point into, the finding's own first, and where each one's
@@ -1011,6 +1293,7 @@ fn lint_linked(
             companion.filter(|_| uses_ptx).cloned(),
         ));
     }
+    lint.functions
 }
 
 /// Whether a disassembler's failure says that it does not handle the cubin's architecture
@@ -1052,6 +1335,23 @@ const SPLIT_SIZE: u64 = 4 << 20;
 /// Splits each cubin of `min_size` bytes or more into up to `parts` units of about equal code
 /// size, so that one huge cubin (NCCL has a 108 MB one) is disassembled by several processes at
 /// once. Each code section goes to exactly one part ([`Elf::functions`]).
+/// Groups functions into at most `parts` parts of about the same code size (longest processing
+/// time first: the heaviest function goes to the lightest part): (size, sorted symbol indices).
+fn balanced(mut functions: Vec<CodeFunction>, parts: usize) -> Vec<(u64, Vec<usize>)> {
+    functions.sort_by_key(|f| (std::cmp::Reverse(f.size), f.index));
+    let mut groups: Vec<(u64, Vec<usize>)> =
+        vec![(0, Vec::new()); parts.max(1).min(functions.len())];
+    for CodeFunction { index, size, .. } in functions {
+        let Some(lightest) = groups.iter_mut().min_by_key(|(total, _)| *total) else { break };
+        lightest.0 += size.max(1);
+        lightest.1.push(index);
+    }
+    for (_, indices) in &mut groups {
+        indices.sort_unstable();
+    }
+    groups
+}
+
 fn split_large_cubins(units: Vec<Unit>, parts: usize, min_size: u64) -> Vec<Unit> {
     let mut out = Vec::with_capacity(units.len());
     for unit in units {
@@ -1061,20 +1361,11 @@ fn split_large_cubins(units: Vec<Unit>, parts: usize, min_size: u64) -> Vec<Unit
             }
             _ => None,
         };
-        let Some(mut functions) = functions.filter(|f| f.len() > 1) else {
+        let Some(functions) = functions.filter(|f| f.len() > 1) else {
             out.push(unit);
             continue;
         };
-        // Longest processing time first: the heaviest function goes to the lightest part.
-        functions.sort_by_key(|&(index, size)| (std::cmp::Reverse(size), index));
-        let mut groups: Vec<(u64, Vec<usize>)> = vec![(0, Vec::new()); parts.min(functions.len())];
-        for (index, size) in functions {
-            let lightest = groups.iter_mut().min_by_key(|(total, _)| *total).expect("parts > 0");
-            lightest.0 += size.max(1);
-            lightest.1.push(index);
-        }
-        for (total, mut indices) in groups {
-            indices.sort_unstable();
+        for (total, indices) in balanced(functions, parts) {
             out.push(Unit {
                 binary: unit.binary,
                 name: unit.name.clone(),
@@ -1121,60 +1412,74 @@ mod tests {
     #[test]
     fn a_cubin_in_parts_is_linted_once() {
         // The kernels of tcgen05.cubin hold subroutines of their own; a part that named one of
-        // them disassembled (and linted) its kernel a second time.
+        // them disassembled (and linted) its kernel a second time. The functions of the `-rdc`
+        // cubin call each other by name: its callable functions are disassembled first, and
+        // each part lints those among its own.
         let tools = Tools::discover(None);
-        if tools.nvdisasm.is_none() {
+        let Some(nvdisasm) = tools.nvdisasm.clone() else {
             #[allow(clippy::print_stderr)]
             {
                 eprintln!("NOT RUN: `a_cubin_in_parts_is_linted_once` needs nvdisasm");
             }
             return;
-        }
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../fixtures/compiled/sm_100a/tcgen05.cubin");
-        let size = std::fs::metadata(&path).unwrap().len();
-        let unit = || Unit {
-            binary: 0,
-            name: "tcgen05.cubin".into(),
-            member: None,
-            arch: Some("sm_100a".into()),
-            ptx: false,
-            path: Some(path.clone()),
-            size,
-            functions: None,
-            whole: 0,
         };
-        let options = BinaryOptions {
-            archs: Vec::new(),
-            cuda_bin: None,
-            timeout: Duration::from_mins(2),
-            progress: false,
-        };
-        let settings = Settings::default();
-        let progress = Progress::new(ProgressBar::hidden());
-        let whole =
-            lint_unit(&unit(), "tcgen05.cubin", &tools, &options, &settings, None, &progress);
-        // The progress counts each function and its listing once.
-        let counted = progress.functions.load(Ordering::Relaxed);
-        assert_eq!(counted, whole.functions as u64);
-        assert!(progress.bytes.load(Ordering::Relaxed) > 100 * counted);
-        let parts = split_large_cubins(vec![unit()], 4, 0);
-        assert_eq!(parts.len(), 4);
-        let mut functions = 0;
-        let mut lines = Vec::new();
-        let progress = Progress::new(ProgressBar::hidden());
-        for part in &parts {
-            let output =
-                lint_unit(part, "tcgen05.cubin", &tools, &options, &settings, None, &progress);
-            assert!(output.error.is_none(), "{:?}", output.error);
-            functions += output.functions;
-            lines.extend(finding_lines(&output));
+        for (name, arch, callable) in [
+            ("sm_100a/tcgen05.cubin", "sm_100a", false),
+            ("sm_90a/noinline_poll.rdc.cubin", "sm_90a", true),
+        ] {
+            let path =
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/compiled").join(name);
+            let size = std::fs::metadata(&path).unwrap().len();
+            let unit = || Unit {
+                binary: 0,
+                name: name.into(),
+                member: None,
+                arch: Some(arch.into()),
+                ptx: false,
+                path: Some(path.clone()),
+                size,
+                functions: None,
+                whole: 0,
+            };
+            let options = BinaryOptions {
+                archs: Vec::new(),
+                cuda_bin: None,
+                timeout: Duration::from_mins(2),
+                progress: false,
+            };
+            let settings = Settings::default();
+            let parts = split_large_cubins(vec![unit()], 4, 0);
+            assert_eq!(parts.len(), 4);
+            // As the first part to ask finds them (the whole cubin, small, would be linted
+            // whole instead: tests/binary.rs).
+            let callees = Callees::disassemble(&parts[0], &nvdisasm, false, options.timeout, 2);
+            assert_eq!(callees.is_some(), callable, "{name}");
+            let cubin = Cubin { companion: None, callees };
+            let progress = Progress::new(ProgressBar::hidden());
+            let lint = |unit: &Unit, progress: &Progress| {
+                let output = lint_unit(unit, name, &tools, &options, &settings, &cubin, progress);
+                assert!(output.error.is_none(), "{name}: {:?}", output.error);
+                output
+            };
+            let whole = lint(&unit(), &progress);
+            // The progress counts each function and its listing once.
+            let counted = progress.functions.load(Ordering::Relaxed);
+            assert_eq!(counted, whole.functions as u64);
+            assert!(progress.bytes.load(Ordering::Relaxed) > 100 * counted);
+            let mut functions = 0;
+            let mut lines = Vec::new();
+            let progress = Progress::new(ProgressBar::hidden());
+            for part in &parts {
+                let output = lint(part, &progress);
+                functions += output.functions;
+                lines.extend(finding_lines(&output));
+            }
+            lines.sort();
+            assert!(!lines.is_empty());
+            assert_eq!(functions, whole.functions, "{name}");
+            assert_eq!(progress.functions.load(Ordering::Relaxed), counted);
+            assert_eq!(lines, finding_lines(&whole), "{name}");
         }
-        lines.sort();
-        assert!(!lines.is_empty());
-        assert_eq!(functions, whole.functions);
-        assert_eq!(progress.functions.load(Ordering::Relaxed), counted);
-        assert_eq!(lines, finding_lines(&whole));
     }
 
     #[test]

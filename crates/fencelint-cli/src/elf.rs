@@ -16,6 +16,23 @@ pub(crate) struct Section {
     pub kind: u32,
     pub offset: u64,
     pub size: u64,
+    /// `sh_link`: for the symbol table, the section of its names.
+    pub link: u32,
+}
+
+/// A function of a cubin with a code section of its own ([`Elf::functions`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CodeFunction {
+    /// The index of its symbol (what `nvdisasm -fun` takes).
+    pub(crate) index: usize,
+    /// The size of its code section.
+    pub(crate) size: u64,
+    /// Not a kernel (no `STO_CUDA_ENTRY`): a function the code calls by name, such as a
+    /// `__noinline__` function of a `-rdc` build, a device function of a debug build or a
+    /// compiler helper (`__cuda_sm20_div_s64`) that ptxas kept apart.
+    pub(crate) callable: bool,
+    /// Its symbol's name (empty when the names cannot be read).
+    pub(crate) name: String,
 }
 
 /// An open cubin and its section headers.
@@ -44,19 +61,21 @@ impl Elf {
         let mut table = vec![0u8; shentsize * shnum];
         file.seek(SeekFrom::Start(shoff)).ok()?;
         file.read_exact(&mut table).ok()?;
-        let raw: Vec<(u32, u32, u64, u64)> = table
+        let raw: Vec<(u32, u32, u64, u64, u32)> = table
             .chunks_exact(shentsize)
-            .map(|h| (u32_at(h, 0), u32_at(h, 4), u64_at(h, 24), u64_at(h, 32)))
+            .map(|h| (u32_at(h, 0), u32_at(h, 4), u64_at(h, 24), u64_at(h, 32), u32_at(h, 40)))
             .collect();
         let mut elf = Self { file, len, sections: Vec::new() };
-        let names = raw.get(shstrndx).and_then(|&(_, _, offset, size)| elf.read_at(offset, size));
+        let names =
+            raw.get(shstrndx).and_then(|&(_, _, offset, size, _)| elf.read_at(offset, size));
         elf.sections = raw
             .into_iter()
-            .map(|(name_at, kind, offset, size)| Section {
+            .map(|(name_at, kind, offset, size, link)| Section {
                 name: names.as_deref().map(|n| c_string(n, name_at as usize)).unwrap_or_default(),
                 kind,
                 offset,
                 size,
+                link,
             })
             .collect();
         Some(elf)
@@ -80,14 +99,15 @@ impl Elf {
         Some(self.sections.iter().any(|s| s.name == ".text" || s.name.starts_with(".text.")))
     }
 
-    /// One function symbol per code section: (symbol index, size of the section). `nvdisasm
-    /// -fun` prints the whole section of the symbol it is given, and a kernel's section also
-    /// holds the subroutines that ptxas placed in it (`$__internal_0_$__cuda_sm20_div_rn_f64_full`
-    /// at an offset inside the kernel's code); one symbol of each section is enough to print
-    /// it, and a second one would print it again. The symbol at offset 0 (the function the
-    /// section is named after) is preferred.
-    pub(crate) fn functions(&mut self) -> Option<Vec<(usize, u64)>> {
+    /// One function symbol per code section, with the size of the section. `nvdisasm -fun`
+    /// prints the whole section of the symbol it is given, and a kernel's section also holds
+    /// the subroutines that ptxas placed in it (`$__internal_0_$__cuda_sm20_div_rn_f64_full` at
+    /// an offset inside the kernel's code); one symbol of each section is enough to print it,
+    /// and a second one would print it again. The symbol at offset 0 (the function the section
+    /// is named after) is preferred. Sorted by symbol index.
+    pub(crate) fn functions(&mut self) -> Option<Vec<CodeFunction>> {
         let symbols = self.symbols()?;
+        let names = self.symbol_names().unwrap_or_default();
         // For each section: (offset of the symbol in it, symbol index) of the best symbol yet.
         let mut chosen: Vec<Option<(u64, usize)>> = vec![None; self.sections.len()];
         for (index, symbol) in symbols.chunks_exact(24).enumerate() {
@@ -100,40 +120,37 @@ impl Elf {
                 }
             }
         }
-        let mut out: Vec<(usize, u64)> = chosen
+        let mut out: Vec<CodeFunction> = chosen
             .iter()
             .enumerate()
-            .filter_map(|(shndx, best)| best.map(|(_, index)| (index, self.sections[shndx].size)))
+            .filter_map(|(shndx, best)| {
+                let (offset, index) = (*best)?;
+                let section = &self.sections[shndx];
+                let entry = symbols[index * 24 + 5] & 0x10 != 0; // STO_CUDA_ENTRY
+                Some(CodeFunction {
+                    index,
+                    size: section.size,
+                    callable: !entry && offset == 0 && section.name.starts_with(".text."),
+                    name: c_string(&names, u32_at(&symbols[index * 24..], 0) as usize),
+                })
+            })
             .collect();
-        out.sort_unstable();
+        out.sort_unstable_by_key(|f| f.index);
         Some(out)
-    }
-
-    /// Whether the cubin holds a function of its own that is not a kernel (a function symbol
-    /// at the start of a code section, without `STO_CUDA_ENTRY`: a `__noinline__` function of a
-    /// `-rdc` build, a device function of a debug build), which the code calls by name; and the
-    /// size of all its code sections. `None` without a readable symbol table.
-    pub(crate) fn callable_functions(&mut self) -> Option<(bool, u64)> {
-        let symbols = self.symbols()?;
-        let callable = symbols.chunks_exact(24).any(|symbol| {
-            let shndx = usize::from(u16_at(symbol, 6));
-            is_function(symbol)
-                && symbol[5] & 0x10 == 0 // not STO_CUDA_ENTRY
-                && u64_at(symbol, 8) == 0
-                && self.sections.get(shndx).is_some_and(|s| s.name.starts_with(".text."))
-        });
-        let code = self
-            .sections
-            .iter()
-            .filter(|s| s.name.starts_with(".text."))
-            .fold(0u64, |sum, s| sum.saturating_add(s.size));
-        Some((callable, code))
     }
 
     /// The symbol table's entries, 24 bytes each (`None` without one).
     fn symbols(&mut self) -> Option<Vec<u8>> {
         let symtab = self.sections.iter().position(|s| s.kind == 2)?; // SHT_SYMTAB
         let (offset, size) = (self.sections[symtab].offset, self.sections[symtab].size);
+        self.read_at(offset, size)
+    }
+
+    /// The string table of the symbols' names.
+    fn symbol_names(&mut self) -> Option<Vec<u8>> {
+        let symtab = self.sections.iter().position(|s| s.kind == 2)?;
+        let names = self.sections.get(self.sections[symtab].link as usize)?;
+        let (offset, size) = (names.offset, names.size);
         self.read_at(offset, size)
     }
 
@@ -215,27 +232,37 @@ mod tests {
         let symbols = elf.read_at(offset, size).unwrap();
         let internal = symbols.chunks_exact(24).filter(|s| s[4] & 0xf == 2 && u64_at(s, 8) != 0);
         assert!(internal.count() > 0, "the fixture holds subroutines inside kernels");
-        for (index, _) in functions {
+        for function in functions {
+            let index = function.index;
             assert_eq!(u64_at(&symbols[index * 24..], 8), 0, "symbol {index} starts its section");
+            assert!(!function.callable, "symbol {index}: every function of tcgen05.cu is a kernel");
         }
     }
 
     #[test]
     fn functions_of_their_own_that_are_not_kernels() {
-        // A `-rdc` build keeps its `__noinline__` functions; the release build places them in
-        // the kernels as subroutines (symbols inside the kernels' sections, not at offset 0).
+        // A `-rdc` build keeps its `__noinline__` functions, each in a section of its own; the
+        // release build places them in the kernels as subroutines (symbols inside the kernels'
+        // sections, not at offset 0).
         let rdc = repo().join("fixtures/compiled/sm_90a/noinline_poll.rdc.cubin");
-        let (callable, code) = Elf::open(&rdc).unwrap().callable_functions().unwrap();
-        assert!(callable);
         let mut elf = Elf::open(&rdc).unwrap();
+        let functions = elf.functions().unwrap();
+        assert_eq!(functions.len(), 16);
         let text: u64 =
             elf.sections.iter().filter(|s| s.name.starts_with(".text.")).map(|s| s.size).sum();
-        assert!(code > 0 && code == text, "{code} {text}");
-        assert_eq!(elf.functions().map(|f| f.len()), Some(16));
+        assert_eq!(functions.iter().map(|f| f.size).sum::<u64>(), text);
+        let callable: Vec<&str> =
+            functions.iter().filter(|f| f.callable).map(|f| f.name.as_str()).collect();
+        // The `__device__` functions are callable, the eight kernels are not.
+        assert!(callable.contains(&"_Z12wait_relaxedPKj"), "{callable:?}");
+        assert_eq!(functions.len() - callable.len(), 8, "{callable:?}");
+        let kernels = functions.iter().filter(|f| !f.callable).map(|f| f.name.as_str());
+        assert!(kernels.clone().any(|name| name == "call_wait_relaxed_then_read"));
+        assert!(kernels.clone().all(|name| !name.starts_with("_Z")), "{functions:?}");
         for plain in ["sm_90a/noinline_poll.cubin", "sm_100a/tcgen05.cubin"] {
             let path = repo().join("fixtures/compiled").join(plain);
-            let (callable, _) = Elf::open(&path).unwrap().callable_functions().unwrap();
-            assert!(!callable, "{plain}");
+            let functions = Elf::open(&path).unwrap().functions().unwrap();
+            assert!(functions.iter().all(|f| !f.callable), "{plain}");
         }
     }
 

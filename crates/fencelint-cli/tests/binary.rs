@@ -128,10 +128,13 @@ fn statistics_count_the_cubins_of_a_binary() {
 }
 
 /// A `-rdc` cubin's kernels call the functions that hold their waits by name (``CALL.ABS.NOINC
-/// `(callee)``); the cubin is linted whole so that the calls are followed, with the findings of
+/// `(callee)``), and the calls are followed: a small cubin is linted whole, with the findings of
 /// the same cubin's nvdisasm listing (checked against the kernel file's expectations by the
-/// fixture tests), and each label's excerpt line is the instruction at the label's address, in
-/// the caller's text or in the callee's text that follows it.
+/// fixture tests); a larger one (here: `FENCELINT_LINKED_MAX=0`) holds its callable functions
+/// and lints each function with the ones it calls, with the same findings, except that a
+/// finding wholly inside a called function is that function's own rather than its caller's.
+/// Each label's excerpt line is the instruction at the label's address, in the caller's text or
+/// in the callee's text that follows it.
 #[test]
 fn calls_between_the_functions_of_a_cubin_are_followed() {
     // (rule, function, message, addresses of the primary label and of the others)
@@ -162,43 +165,71 @@ fn calls_between_the_functions_of_a_cubin_are_followed() {
             return;
         };
         let listing = format!("fixtures/compiled/{arch}/noinline_poll.rdc.nvdisasm.sass");
-        let expected = fencelint(&["check", "--format", "json", "--select", "all", &listing]);
+        let expected =
+            keys(&fencelint(&["check", "--format", "json", "--select", "all", &listing]));
         let found = keys(&out);
-        assert_eq!(found, keys(&expected), "{arch}");
+        assert_eq!(found, expected, "{arch}");
         let callers = found.iter().filter(|k| k.1.starts_with("call_")).count();
         assert!(callers >= 3, "{arch}: the kernels' own findings: {found:?}");
+        assert_excerpts_show_the_addresses(arch, &cubin, &out, &[]);
 
-        // The lines each excerpt shows, by file and line number, against the labels' addresses.
-        let rich = fencelint(
-            &["check", "--format", "rich", "--color", "never", "--select", "all"]
-                .into_iter()
-                .chain(["--locations", "input", cubin.as_str()])
-                .collect::<Vec<_>>(),
-        );
-        let mut shown = std::collections::HashMap::new();
-        let mut file = String::new();
-        for line in stdout(&rich).lines() {
-            if let Some((_, at)) = line.split_once("┌─ ") {
-                let mut parts = at.rsplitn(3, ':');
-                file = parts.nth(2).unwrap_or_default().to_owned();
-            } else if let Some((number, text)) = line.split_once(" │ ")
-                && let Ok(number) = number.trim().parse::<u64>()
-            {
-                shown.insert((file.clone(), number), text.to_owned());
-            }
+        let held = common::command(&["check"].into_iter().chain(args).collect::<Vec<_>>())
+            .env("FENCELINT_LINKED_MAX", "0")
+            .output()
+            .unwrap();
+        let held_keys = keys(&held);
+        let moved: Vec<(&Key, &Key)> = expected
+            .iter()
+            .filter(|k| !held_keys.contains(k))
+            .zip(held_keys.iter().filter(|k| !expected.contains(k)))
+            .collect();
+        assert_eq!(held_keys.len(), expected.len(), "{arch}: {held_keys:?}");
+        // `call_wait_and_read_twice` calls `wait_relaxed_and_read`, which polls and reads.
+        assert_eq!(moved.len(), 1, "{arch}: {held_keys:?}");
+        for (listed, own) in moved {
+            assert_eq!((&listed.0, &listed.2, &listed.3), (&own.0, &own.2, &own.3), "{arch}");
+            assert_eq!(
+                (listed.1.as_str(), own.1.as_str()),
+                ("call_wait_and_read_twice", "wait_relaxed_and_read")
+            );
         }
-        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        for d in doc["diagnostics"].as_array().unwrap() {
-            let related = d["related"].as_array().into_iter().flatten();
-            for label in std::iter::once(d).chain(related) {
-                let Some(address) = label["sass_address"].as_u64() else { continue };
-                let key = (
-                    label["file"].as_str().unwrap().to_owned(),
-                    label["span"]["line"].as_u64().unwrap(),
-                );
-                let text = shown.get(&key).unwrap_or_else(|| panic!("{arch}: {key:?} not shown"));
-                assert!(text.contains(&format!("/*{address:04x}*/")), "{arch}: {key:?}: {text}");
-            }
+        assert_excerpts_show_the_addresses(arch, &cubin, &held, &[("FENCELINT_LINKED_MAX", "0")]);
+    }
+}
+
+/// Checks that the line each label of `out`'s findings shows in the rich output of the same
+/// run is the instruction at the label's SASS address.
+fn assert_excerpts_show_the_addresses(arch: &str, cubin: &str, out: &Output, env: &[(&str, &str)]) {
+    let args = ["check", "--format", "rich", "--color", "never", "--select", "all"];
+    let rich = common::command(
+        &args.into_iter().chain(["--locations", "input", cubin]).collect::<Vec<_>>(),
+    )
+    .envs(env.iter().copied())
+    .output()
+    .unwrap();
+    let mut shown = std::collections::HashMap::new();
+    let mut file = String::new();
+    for line in stdout(&rich).lines() {
+        if let Some((_, at)) = line.split_once("┌─ ") {
+            let mut parts = at.rsplitn(3, ':');
+            parts.nth(2).unwrap_or_default().clone_into(&mut file);
+        } else if let Some((number, text)) = line.split_once(" │ ")
+            && let Ok(number) = number.trim().parse::<u64>()
+        {
+            shown.insert((file.clone(), number), text.to_owned());
+        }
+    }
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for d in doc["diagnostics"].as_array().unwrap() {
+        let related = d["related"].as_array().into_iter().flatten();
+        for label in std::iter::once(d).chain(related) {
+            let Some(address) = label["sass_address"].as_u64() else { continue };
+            let key = (
+                label["file"].as_str().unwrap().to_owned(),
+                label["span"]["line"].as_u64().unwrap(),
+            );
+            let text = shown.get(&key).unwrap_or_else(|| panic!("{arch}: {key:?} not shown"));
+            assert!(text.contains(&format!("/*{address:04x}*/")), "{arch}: {key:?}: {text}");
         }
     }
 }
