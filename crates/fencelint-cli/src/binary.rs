@@ -256,7 +256,8 @@ pub(crate) fn lint_binaries(
         unit.whole = whole;
     }
     let cubins: Vec<OnceLock<Cubin>> = units.iter().map(|_| OnceLock::new()).collect();
-    let workers = std::thread::available_parallelism().map_or(2, std::num::NonZero::get).max(2);
+    let parts_left: Vec<AtomicUsize> = units.iter().map(|_| AtomicUsize::new(0)).collect();
+    let workers = workers();
     if tools.nvdisasm.is_some() {
         // Two parts a worker: nvdisasm's time is not proportional to code size, and smaller
         // parts even out the end of the run (NCCL sm_90 on 2 cores: 126.6 s with 2 parts,
@@ -264,6 +265,9 @@ pub(crate) fn lint_binaries(
         units = split_large_cubins(units, workers * 2, SPLIT_SIZE);
     }
 
+    for unit in &units {
+        parts_left[unit.whole].fetch_add(1, Ordering::Relaxed);
+    }
     // Largest first, so that the one huge cubin of a library does not start last.
     let mut order: Vec<usize> = (0..units.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(units[i].size));
@@ -287,7 +291,7 @@ pub(crate) fn lint_binaries(
                     ),
                     _ => None,
                 };
-                Cubin { companion, callees }
+                Cubin { companion, callees: Mutex::new(callees) }
             });
             let output = lint_unit(
                 unit,
@@ -299,6 +303,10 @@ pub(crate) fn lint_binaries(
                 &progress,
             );
             *results[i].lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(output);
+            // The held callees of a cubin go once its last part is linted.
+            if parts_left[unit.whole].fetch_sub(1, Ordering::AcqRel) == 1 {
+                cubin.callees.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+            }
             progress.bar.inc(1);
         }
     };
@@ -804,7 +812,8 @@ fn lint_unit(
     cubin: &Cubin,
     progress: &Progress,
 ) -> UnitOutput {
-    let (companion, callees) = (cubin.companion.as_ref(), cubin.callees.as_ref());
+    let callees = cubin.callees.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    let (companion, callees) = (cubin.companion.as_ref(), callees.as_ref());
     let label = unit_label(binary, unit);
     let mut output = UnitOutput { findings: Vec::new(), error: None, functions: 0 };
     let Some(path) = &unit.path else {
@@ -916,6 +925,7 @@ fn lint_unit(
     let mut all = Vec::new();
     let asked = !streamed.as_ref().is_some_and(Vec::is_empty);
     let result = if asked {
+        let _slot = Slots::take();
         tools::run_streaming(tool, &args, path.parent(), options.timeout, |reader| {
             // Where the listing does not name the architecture, the cubin's name does.
             let mut splitter = FunctionSplitter::new(reader)
@@ -971,10 +981,50 @@ fn lint_unit(
     output
 }
 
+/// Threads of the pool that lints a binary's units: one per CPU, at least two.
+fn workers() -> usize {
+    std::thread::available_parallelism().map_or(2, std::num::NonZero::get).max(2)
+}
+
+/// Disassembler processes may run at most [`workers`] at a time, whether they stream a unit
+/// or print a cubin's callable functions ([`Callees::disassemble`]): nvdisasm's memory grows
+/// with what it prints, and two workers each printing a cubin's callees with two processes
+/// took 801 MB at once (NVSHMEM's device library, every architecture).
+struct Slots {
+    free: Mutex<usize>,
+    freed: std::sync::Condvar,
+}
+
+struct Slot(&'static Slots);
+
+impl Slots {
+    fn take() -> Slot {
+        static SLOTS: OnceLock<Slots> = OnceLock::new();
+        let slots = SLOTS.get_or_init(|| Slots {
+            free: Mutex::new(workers()),
+            freed: std::sync::Condvar::new(),
+        });
+        let mut free = slots.free.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        while *free == 0 {
+            free = slots.freed.wait(free).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        *free -= 1;
+        Slot(slots)
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(std::sync::PoisonError::into_inner) += 1;
+        self.0.freed.notify_one();
+    }
+}
+
 /// What the parts of one cubin share: its PTX for the pair rules, and its callable functions.
 struct Cubin {
     companion: Option<Arc<Companion>>,
-    callees: Option<Arc<Callees>>,
+    /// Dropped once the cubin's last part is linted.
+    callees: Mutex<Option<Arc<Callees>>>,
 }
 
 /// The arguments of `nvdisasm` for a cubin, or for some of its functions (symbol indices).
@@ -1067,6 +1117,7 @@ impl Callees {
         let parts: Vec<Vec<usize>> =
             balanced(callable.clone(), workers * 2).into_iter().map(|(_, part)| part).collect();
         let disassemble = |part: &[usize]| {
+            let _slot = Slots::take();
             let args = nvdisasm_args(path, ptx_lines, Some(part));
             let arch = unit.arch.as_deref().and_then(Arch::parse);
             tools::run_streaming(nvdisasm, &args, path.parent(), timeout, |reader| {
@@ -1454,7 +1505,7 @@ mod tests {
             // whole instead: tests/binary.rs).
             let callees = Callees::disassemble(&parts[0], &nvdisasm, false, options.timeout, 2);
             assert_eq!(callees.is_some(), callable, "{name}");
-            let cubin = Cubin { companion: None, callees };
+            let cubin = Cubin { companion: None, callees: Mutex::new(callees) };
             let progress = Progress::new(ProgressBar::hidden());
             let lint = |unit: &Unit, progress: &Progress| {
                 let output = lint_unit(unit, name, &tools, &options, &settings, &cubin, progress);
