@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 
 use rustc_hash::FxHashSet;
 
-use fencelint_ir::{InstId, InstKind, Reg};
+use fencelint_ir::{Function, Inst, InstId, InstKind, Reg, Space, ValueOp};
 
 use crate::{BlockId, FunctionAnalysis, Loop};
 
@@ -207,6 +207,9 @@ impl FunctionAnalysis<'_> {
                     continue;
                 }
                 let inst = self.func.inst(def);
+                if performed_flag(self.func, inst, reg) {
+                    continue;
+                }
                 let is_read = inst.kind.reads_memory()
                     || matches!(
                         inst.kind,
@@ -534,4 +537,22 @@ impl FunctionAnalysis<'_> {
         }
         None
     }
+}
+
+/// Whether `reg`, written by `inst`, is the predicate of a SASS atomic on a generic address
+/// (`ATOM.E.CAS.64.STRONG.GPU P0, R8, [R16+0x68], R4, R6`): it says whether the address was
+/// global and the atomic was performed there (if not, ptxas's emulation for shared or local
+/// memory follows), not what memory held. The success flag of an emulation's own
+/// compare-and-swap (`ATOMS.CAST.SPIN P0`, [`ValueOp::RetriedSwap`]) is not such a predicate.
+fn performed_flag(func: &Function, inst: &Inst, reg: Reg) -> bool {
+    let InstKind::Atomic { mem, .. } = &inst.kind else { return false };
+    mem.space == Space::Generic
+        && inst.value != Some(ValueOp::RetriedSwap)
+        && is_predicate_name(func.reg_name(reg))
+}
+
+/// A SASS predicate register (`P0`, `UP1`); PTX atomics write no predicate.
+fn is_predicate_name(name: &str) -> bool {
+    let digits = name.strip_prefix("UP").or_else(|| name.strip_prefix('P'));
+    digits.is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
 }

@@ -199,3 +199,50 @@ fn slices_are_remembered_per_loop_not_per_header() {
         assert_eq!(in_wait, ["ld.relaxed.gpu.global.u32"], "wait first: {wait_first}");
     }
 }
+
+/// The predicate of an atomic on a generic address (`ATOM.E.ADD.F32.FTZ.RN.STRONG.GPU P0, RZ,
+/// [R2.64], R7`) says whether the address was global and the atomic performed there; the
+/// branch on it (`@P0 BRA`) skips ptxas's emulation for shared or local memory. It does not
+/// depend on what memory held, so the atomic is no read that decides the branch (taken as one,
+/// a poll loop's compare-and-swap made the emulation's own `LD.E.64` of the same address a
+/// "read after the loop": 87 reports in NVSHMEM's host library, docs/audit.md).
+#[test]
+fn the_performed_predicate_of_a_generic_atomic_decides_no_branch() {
+    for arch in ["sm_80", "sm_90a", "sm_100a", "sm_120"] {
+        for form in ["nvdisasm", "cuobjdump"] {
+            let path = format!("{arch}/emulated_atomic_poll.{form}.sass");
+            let text = compiled(&path);
+            let kind = detect(&text).unwrap();
+            let lowered = fencelint_lower::lower(FileId(0), &text, kind, 0);
+            let mut branches = 0;
+            for func in lowered.modules.iter().flat_map(|m| &m.functions) {
+                let analysis = FunctionAnalysis::new(func);
+                for (index, inst) in func.insts.iter().enumerate() {
+                    let branch = fencelint_ir::InstId(index as u32);
+                    let Some(guard) = inst.guard.filter(|_| !inst.control.targets.is_empty())
+                    else {
+                        continue;
+                    };
+                    let atomics: Vec<_> = analysis
+                        .reaching_defs(branch, guard.reg)
+                        .defs
+                        .into_iter()
+                        .filter(|&def| matches!(func.inst(def).kind, InstKind::Atomic { .. }))
+                        .collect();
+                    if atomics.is_empty() {
+                        continue;
+                    }
+                    branches += 1;
+                    let reads = analysis.deciding_reads(branch, None);
+                    assert!(
+                        atomics.iter().all(|atomic| !reads.contains(atomic)),
+                        "{path}: {}: {:?}",
+                        func.name,
+                        inst.opcode
+                    );
+                }
+            }
+            assert!(branches > 0, "{path}: no branch on an atomic's predicate");
+        }
+    }
+}
