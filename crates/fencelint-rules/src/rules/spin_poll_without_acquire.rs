@@ -71,13 +71,15 @@ impl Rule for SpinPollWithoutAcquire {
                             continue;
                         }
                     }
-                    seen_polls.push(poll.load);
                     // The relaxed and volatile reads met before the first published read: when
                     // the data is read that way, the read the finding names is only the next
                     // weak one.
                     let After { reads, strong_first } =
                         unordered_reads(analysis, lp, &poll, &mut walks);
+                    // A poll is reported for the first exit it decides that leads to a read
+                    // (an enclosing loop's exit that it also decides may lead to none).
                     let Some(&first) = reads.first() else { continue };
+                    seen_polls.push(poll.load);
                     let entry =
                         findings.entry(first).or_insert((poll, reads.len(), 0, strong_first));
                     entry.2 += 1;
@@ -1564,6 +1566,9 @@ fn reads_published(inst: &Inst) -> bool {
 /// How many blocks [`emulated_atomic_read`] climbs to find the space query.
 const EMULATION_DEPTH: usize = 8;
 
+/// How many instructions after its read [`emulated_atomic_read`] looks for the swap.
+const EMULATION_SPAN: usize = 16;
+
 /// Whether the load `id` is the read half of an atomic that ptxas emulates. An atomic the
 /// hardware lacks for its type or space is a loop: read the old value, compute, and try a
 /// compare-and-swap (`LDS`, then `ATOMS.CAST.SPIN` of the same address; `LD.E`, then
@@ -1593,18 +1598,25 @@ fn emulated_atomic_read(analysis: &FunctionAnalysis<'_>, id: InstId) -> bool {
     };
     let defines = |other: InstId| func.inst(other).defs.contains(&reg);
     let cfg = &analysis.cfg;
+    // The swap of the same address, on the way that falls through the emulation's branches in
+    // text order (an `atomicMax` leaves before the swap when memory already holds more: `LDS.64
+    // R4, [R3+0x70]; ISETP...; @P1 BRA done; ATOMS.CAST.SPIN.64 P1, [R3+0x70], R4, R6`).
+    for later in (id.0 + 1..).take(EMULATION_SPAN).map(InstId) {
+        let Some(later_inst) = func.insts.get(later.0 as usize) else { break };
+        if same_address(later) && later_inst.value == Some(ValueOp::RetriedSwap) {
+            return true;
+        }
+        if defines(later) || !later_inst.control.falls_through {
+            break;
+        }
+    }
     let mut block = cfg.block_of(id);
     let mut written_back = false;
     for later in cfg.block(block).ids().filter(|&later| later > id) {
-        let later_inst = func.inst(later);
-        if same_address(later) {
-            match &later_inst.kind {
-                InstKind::Atomic { .. } if later_inst.value == Some(ValueOp::RetriedSwap) => {
-                    return true;
-                }
-                InstKind::Store(m) if m.space == Space::Generic => written_back = true,
-                _ => {}
-            }
+        if same_address(later)
+            && matches!(&func.inst(later).kind, InstKind::Store(m) if m.space == Space::Generic)
+        {
+            written_back = true;
         }
         if defines(later) {
             break;
