@@ -890,16 +890,7 @@ fn lint_unit(
             output.functions += 1;
             return;
         }
-        let kind = InputKind::Sass(chunk.format);
-        let pair = companion.map(|c| (&c.paired, c.producer.as_deref()));
-        let lint = fencelint_linter::lint_split_function(
-            PLACEHOLDER,
-            &chunk.text,
-            kind,
-            chunk.arch,
-            settings,
-            pair,
-        );
+        let lint = lint_alone(chunk, settings, companion);
         output.functions += lint.functions;
         if !lint.diagnostics.is_empty() {
             let uses_ptx = lint.diagnostics.iter().any(|d| {
@@ -1025,6 +1016,25 @@ struct Cubin {
     companion: Option<Arc<Companion>>,
     /// Dropped once the cubin's last part is linted.
     callees: Mutex<Option<Arc<Callees>>>,
+}
+
+/// Lints one function of a cubin's listing by itself (its calls of other functions fall
+/// through), with the pair rules against the cubin's PTX when it has some.
+fn lint_alone(
+    chunk: &SassChunk,
+    settings: &Settings,
+    companion: Option<&Arc<Companion>>,
+) -> fencelint_linter::LintOutput {
+    let pair = companion.map(|c| (&c.paired, c.producer.as_deref()));
+    let kind = InputKind::Sass(chunk.format);
+    fencelint_linter::lint_split_function(
+        PLACEHOLDER,
+        &chunk.text,
+        kind,
+        chunk.arch,
+        settings,
+        pair,
+    )
 }
 
 /// The arguments of `nvdisasm` for a cubin, or for some of its functions (symbol indices).
@@ -1187,22 +1197,12 @@ impl Callees {
         companion: Option<&Arc<Companion>>,
     ) -> bool {
         let alone = self.alone[k].get_or_init(|| {
-            let chunk = &self.chunks[k];
-            let pair = companion.map(|c| (&c.paired, c.producer.as_deref()));
-            let kind = InputKind::Sass(chunk.format);
-            fencelint_linter::lint_split_function(
-                PLACEHOLDER,
-                &chunk.text,
-                kind,
-                chunk.arch,
-                settings,
-                pair,
-            )
-            .diagnostics
-            .into_iter()
-            .filter(|d| d.primary.file == PLACEHOLDER)
-            .map(|d| (d.rule, d.message, d.primary.range))
-            .collect()
+            lint_alone(&self.chunks[k], settings, companion)
+                .diagnostics
+                .into_iter()
+                .filter(|d| d.primary.file == PLACEHOLDER)
+                .map(|d| (d.rule, d.message, d.primary.range))
+                .collect()
         });
         alone.iter().any(|(rule, message, range)| {
             *range == place && *rule == diagnostic.rule && *message == diagnostic.message
