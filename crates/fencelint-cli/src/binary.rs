@@ -1018,9 +1018,9 @@ struct Cubin {
     callees: Mutex<Option<Arc<Callees>>>,
 }
 
-/// Lints one function of a cubin's listing by itself (its calls of other functions fall
-/// through), with the pair rules against the cubin's PTX when it has some.
-fn lint_alone(
+/// Lints one function cut out of a listing by itself (its calls of other functions fall
+/// through), with the pair rules against the cubin's PTX when there is some.
+pub(crate) fn lint_alone(
     chunk: &SassChunk,
     settings: &Settings,
     companion: Option<&Arc<Companion>>,

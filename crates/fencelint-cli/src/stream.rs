@@ -330,15 +330,7 @@ fn lint_chunk(chunk: SassChunk, settings: &Settings) -> (usize, Option<Excerpted
         drop(parsed);
         fencelint_linter::lint_lowered(lowered, settings)
     } else {
-        let kind = InputKind::Sass(chunk.format);
-        fencelint_linter::lint_split_function(
-            PLACEHOLDER,
-            &chunk.text,
-            kind,
-            chunk.arch,
-            settings,
-            None,
-        )
+        super::binary::lint_alone(&chunk, settings, None)
     };
     let text = chunk.text;
     // The splitter replaced bytes that are not UTF-8; say so, as the whole-file path does.
