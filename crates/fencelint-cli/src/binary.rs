@@ -978,9 +978,9 @@ fn workers() -> usize {
 }
 
 /// Disassembler processes may run at most [`workers`] at a time, whether they stream a unit
-/// or print a cubin's callable functions ([`Callees::disassemble`]): nvdisasm's memory grows
-/// with what it prints, and two workers each printing a cubin's callees with two processes
-/// took 801 MB at once (NVSHMEM's device library, every architecture).
+/// or print a cubin's callable functions ([`Callees::disassemble`], which starts one per
+/// worker): otherwise two workers printing two cubins' callees would run four at once, on two
+/// cores, each with up to 259 MB (nvdisasm on a part of NVSHMEM's device library).
 struct Slots {
     free: Mutex<usize>,
     freed: std::sync::Condvar,
