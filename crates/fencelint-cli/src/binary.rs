@@ -281,17 +281,14 @@ pub(crate) fn lint_binaries(
             progress.unit(&unit_label(&inputs[unit.binary].1, unit));
             let cubin = cubins[unit.whole].get_or_init(|| {
                 let companion = companion(unit, &inputs[unit.binary].1, &tools, settings);
-                let callees = match &tools.nvdisasm {
-                    Some(nvdisasm) if !unit.ptx => Callees::disassemble(
-                        unit,
-                        nvdisasm,
-                        companion.is_some(),
-                        options.timeout,
-                        workers,
-                    ),
-                    _ => None,
-                };
-                Cubin { companion, callees: Mutex::new(callees) }
+                let (whole, callees) = linking(
+                    unit,
+                    tools.nvdisasm.as_deref(),
+                    companion.is_some(),
+                    options.timeout,
+                    workers,
+                );
+                Cubin { companion, whole, callees: Mutex::new(callees) }
             });
             let output = lint_unit(
                 unit,
@@ -841,12 +838,7 @@ fn lint_unit(
 
     // A small cubin whose functions call each other by name is linted whole, so that the calls
     // are followed (nvdisasm names the callee; cuobjdump prints `0x0`).
-    let whole = callees.is_none()
-        && tools.nvdisasm.is_some()
-        && unit.functions.is_none()
-        && Elf::open(path).and_then(|mut elf| elf.functions()).is_some_and(|functions| {
-            functions.iter().any(|f| f.callable) && code_size(&functions) <= linked_max_code()
-        });
+    let whole = cubin.whole;
     // In a larger one, the callable functions were disassembled before the rest (and are left
     // out of the stream); each part of a cubin lints those among its functions.
     let mine =
@@ -867,9 +859,15 @@ fn lint_unit(
         }
         (None, None) => unreachable!("checked before any unit is made"),
     };
-    let lint_chunk = |chunk: &SassChunk, output: &mut UnitOutput| {
+    // `held`: the chunk's index among the held functions, whose calls are already known.
+    let lint_chunk = |chunk: &SassChunk, held: Option<usize>, output: &mut UnitOutput| {
         progress.function(&label, &chunk.function, chunk.text.len());
-        let closure = callees.map(|c| c.closure(&chunk.text, &chunk.function)).unwrap_or_default();
+        let closure = callees
+            .map(|c| match held {
+                Some(k) => c.closure(c.calls[k].iter().copied(), &chunk.function),
+                None => c.closure(c.called_by(&chunk.text), &chunk.function),
+            })
+            .unwrap_or_default();
         if let (Some(callees), false) = (callees, closure.is_empty()) {
             let mut parts = vec![chunk];
             parts.extend(closure.iter().map(|&k| &callees.chunks[k]));
@@ -890,25 +888,33 @@ fn lint_unit(
             output.functions += 1;
             return;
         }
-        let lint = lint_alone(chunk, settings, companion);
-        output.functions += lint.functions;
-        if !lint.diagnostics.is_empty() {
-            let uses_ptx = lint.diagnostics.iter().any(|d| {
+        // A held function that calls no other held one was linted alone already if a caller
+        // asked ([`Callees::shows_alone`]).
+        let (functions, diagnostics) = if let (Some(callees), Some(k)) = (callees, held) {
+            let lint = callees.alone(k, settings, companion);
+            (lint.functions, lint.diagnostics.clone())
+        } else {
+            let lint = lint_alone(chunk, settings, companion);
+            (lint.functions, lint.diagnostics)
+        };
+        output.functions += functions;
+        if !diagnostics.is_empty() {
+            let uses_ptx = diagnostics.iter().any(|d| {
                 d.primary.file == COMPANION || d.secondary.iter().any(|l| l.file == COMPANION)
             });
             output.findings.push(finding(
                 format!("{label}:{}", chunk.function),
                 &label,
                 &chunk.text,
-                lint.diagnostics,
+                diagnostics,
                 companion.filter(|_| uses_ptx).cloned(),
             ));
         }
     };
     if let Some(callees) = callees {
-        for (chunk, &index) in callees.chunks.iter().zip(&callees.indices) {
+        for (k, (chunk, &index)) in callees.chunks.iter().zip(&callees.indices).enumerate() {
             if mine(index) {
-                lint_chunk(chunk, &mut output);
+                lint_chunk(chunk, Some(k), &mut output);
             }
         }
     }
@@ -930,7 +936,7 @@ fn lint_unit(
                     all.push(chunk);
                     continue;
                 }
-                lint_chunk(&chunk, &mut output);
+                lint_chunk(&chunk, None, &mut output);
                 splitter.recycle(chunk.text);
             }
             Ok::<(), io::Error>(())
@@ -1014,6 +1020,8 @@ impl Drop for Slot {
 /// What the parts of one cubin share: its PTX for the pair rules, and its callable functions.
 struct Cubin {
     companion: Option<Arc<Companion>>,
+    /// Its functions call each other by name and it is small: linted whole ([`linking`]).
+    whole: bool,
     /// Dropped once the cubin's last part is linted.
     callees: Mutex<Option<Arc<Callees>>>,
 }
@@ -1081,6 +1089,28 @@ const CALLEES_MAX_CODE: u64 = 16 << 20;
 /// not (the IR of the whole is held while it is linted: about five times its text).
 const CLOSURE_MAX_TEXT: usize = 8 << 20;
 
+/// How a cubin's calls of its own functions by name are followed (nvdisasm names the callee;
+/// cuobjdump prints `0x0`, and nothing is followed): not at all when it has no callable
+/// function; by linting it whole when it is small and not split into parts (the first value);
+/// else by holding its callable functions ([`Callees`]).
+fn linking(
+    unit: &Unit,
+    nvdisasm: Option<&Path>,
+    ptx_lines: bool,
+    timeout: Duration,
+    workers: usize,
+) -> (bool, Option<Arc<Callees>>) {
+    let Some(nvdisasm) = nvdisasm.filter(|_| !unit.ptx) else { return (false, None) };
+    let functions = unit.path.as_deref().and_then(Elf::open).and_then(|mut elf| elf.functions());
+    let Some(functions) = functions.filter(|f| f.iter().any(|f| f.callable)) else {
+        return (false, None);
+    };
+    if unit.functions.is_none() && code_size(&functions) <= linked_max_code() {
+        return (true, None);
+    }
+    (false, Callees::disassemble(unit, functions, nvdisasm, ptx_lines, timeout, workers))
+}
+
 /// A cubin's callable functions, disassembled with nvdisasm before the rest of the cubin and
 /// held as text, so that every function that calls one by name (nvdisasm prints
 /// `` CALL.ABS.NOINC `(_Z12wait_relaxedPKj) ``; cuobjdump prints `0x0`) is linted together
@@ -1094,10 +1124,13 @@ struct Callees {
     /// The symbol indices of the cubin's other functions.
     others: Vec<usize>,
     chunks: Vec<SassChunk>,
+    /// Each held function by name.
+    by_name: HashMap<String, usize>,
     /// For each held function, the held functions it calls.
     calls: Vec<Vec<usize>>,
-    /// For each held function, its findings when linted alone: (rule, message, primary range).
-    alone: Vec<OnceLock<Vec<(String, String, TextRange)>>>,
+    /// For each held function, what linting it alone (no call followed) gives: what a caller
+    /// compares its findings with, and, for a function that calls no other held one, its own.
+    alone: Vec<OnceLock<fencelint_linter::LintOutput>>,
 }
 
 impl Callees {
@@ -1106,16 +1139,13 @@ impl Callees {
     /// followed, and the stream reports what went wrong).
     fn disassemble(
         unit: &Unit,
+        functions: Vec<CodeFunction>,
         nvdisasm: &Path,
         ptx_lines: bool,
         timeout: Duration,
         workers: usize,
     ) -> Option<Arc<Self>> {
         let path = unit.path.as_deref()?;
-        let functions = Elf::open(path)?.functions()?;
-        if unit.functions.is_none() && code_size(&functions) <= linked_max_code() {
-            return None; // linted whole
-        }
         let (callable, others): (Vec<CodeFunction>, Vec<CodeFunction>) =
             functions.into_iter().partition(|f| f.callable);
         if callable.is_empty() || code_size(&callable) > CALLEES_MAX_CODE {
@@ -1166,23 +1196,20 @@ impl Callees {
         if indices.len() != sorted.len() {
             return None;
         }
-        let by_name: HashMap<&str, usize> =
-            chunks.iter().enumerate().map(|(k, chunk)| (chunk.function.as_str(), k)).collect();
-        let calls = chunks
-            .iter()
-            .map(|chunk| {
-                named_calls(&chunk.text).filter_map(|name| by_name.get(name).copied()).collect()
-            })
-            .collect();
-        drop(by_name);
-        Some(Arc::new(Self {
+        let by_name: HashMap<String, usize> =
+            chunks.iter().enumerate().map(|(k, chunk)| (chunk.function.clone(), k)).collect();
+        let mut held = Self {
             indices,
             sorted,
             others: others.iter().map(|f| f.index).collect(),
             alone: chunks.iter().map(|_| OnceLock::new()).collect(),
             chunks,
-            calls,
-        }))
+            by_name,
+            calls: Vec::new(),
+        };
+        held.calls =
+            held.chunks.iter().map(|chunk| held.called_by(&chunk.text).collect()).collect();
+        Some(Arc::new(held))
     }
 
     /// Whether held function `k`, linted alone (no call followed), gives `diagnostic`'s rule and
@@ -1196,23 +1223,32 @@ impl Callees {
         settings: &Settings,
         companion: Option<&Arc<Companion>>,
     ) -> bool {
-        let alone = self.alone[k].get_or_init(|| {
-            lint_alone(&self.chunks[k], settings, companion)
-                .diagnostics
-                .into_iter()
-                .filter(|d| d.primary.file == PLACEHOLDER)
-                .map(|d| (d.rule, d.message, d.primary.range))
-                .collect()
-        });
-        alone.iter().any(|(rule, message, range)| {
-            *range == place && *rule == diagnostic.rule && *message == diagnostic.message
+        self.alone(k, settings, companion).diagnostics.iter().any(|d| {
+            d.primary.file == PLACEHOLDER
+                && d.primary.range == place
+                && d.rule == diagnostic.rule
+                && d.message == diagnostic.message
         })
     }
 
-    /// The held functions that the function `name` with the listing `text` calls, directly or
-    /// through others, nearest first, as many as [`CLOSURE_MAX_TEXT`] allows (not the function
-    /// itself).
-    fn closure(&self, text: &str, name: &str) -> Vec<usize> {
+    /// Held function `k` linted alone, once.
+    fn alone(
+        &self,
+        k: usize,
+        settings: &Settings,
+        companion: Option<&Arc<Companion>>,
+    ) -> &fencelint_linter::LintOutput {
+        self.alone[k].get_or_init(|| lint_alone(&self.chunks[k], settings, companion))
+    }
+
+    /// The held functions that a SASS text calls by name.
+    fn called_by<'t>(&'t self, text: &'t str) -> impl Iterator<Item = usize> + 't {
+        named_calls(text).filter_map(|name| self.by_name.get(name).copied())
+    }
+
+    /// The held functions `direct` and those they call, nearest first, as many as
+    /// [`CLOSURE_MAX_TEXT`] allows, without the function `name` itself.
+    fn closure(&self, direct: impl Iterator<Item = usize>, name: &str) -> Vec<usize> {
         let mut found: Vec<usize> = Vec::new();
         let mut size = 0usize;
         let mut add = |k: usize, found: &mut Vec<usize>| {
@@ -1225,10 +1261,8 @@ impl Callees {
                 found.push(k);
             }
         };
-        for called in named_calls(text) {
-            if let Some(k) = self.chunks.iter().position(|chunk| chunk.function == called) {
-                add(k, &mut found);
-            }
+        for k in direct {
+            add(k, &mut found);
         }
         let mut next = 0;
         while let Some(&k) = found.get(next) {
@@ -1503,9 +1537,10 @@ mod tests {
             assert_eq!(parts.len(), 4);
             // As the first part to ask finds them (the whole cubin, small, would be linted
             // whole instead: tests/binary.rs).
-            let callees = Callees::disassemble(&parts[0], &nvdisasm, false, options.timeout, 2);
+            let (whole, callees) = linking(&parts[0], Some(&nvdisasm), false, options.timeout, 2);
+            assert!(!whole);
             assert_eq!(callees.is_some(), callable, "{name}");
-            let cubin = Cubin { companion: None, callees: Mutex::new(callees) };
+            let cubin = Cubin { companion: None, whole, callees: Mutex::new(callees) };
             let progress = Progress::new(ProgressBar::hidden());
             let lint = |unit: &Unit, progress: &Progress| {
                 let output = lint_unit(unit, name, &tools, &options, &settings, &cubin, progress);

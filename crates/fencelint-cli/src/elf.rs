@@ -84,9 +84,8 @@ impl Elf {
     /// The bytes of the first section called `name` (`None` when there is none, or it is
     /// damaged or too large to read).
     pub(crate) fn section(&mut self, name: &str) -> Option<Vec<u8>> {
-        let (offset, size) =
-            self.sections.iter().find(|s| s.name == name).map(|s| (s.offset, s.size))?;
-        self.read_at(offset, size)
+        let index = self.sections.iter().position(|s| s.name == name)?;
+        self.read_section(index)
     }
 
     /// Whether the cubin has a code section (`.text.<function>`); `None` when the section names
@@ -141,16 +140,24 @@ impl Elf {
 
     /// The symbol table's entries, 24 bytes each (`None` without one).
     fn symbols(&mut self) -> Option<Vec<u8>> {
-        let symtab = self.sections.iter().position(|s| s.kind == 2)?; // SHT_SYMTAB
-        let (offset, size) = (self.sections[symtab].offset, self.sections[symtab].size);
-        self.read_at(offset, size)
+        let symtab = self.symtab()?;
+        self.read_section(symtab)
     }
 
     /// The string table of the symbols' names.
     fn symbol_names(&mut self) -> Option<Vec<u8>> {
-        let symtab = self.sections.iter().position(|s| s.kind == 2)?;
-        let names = self.sections.get(self.sections[symtab].link as usize)?;
-        let (offset, size) = (names.offset, names.size);
+        let symtab = self.symtab()?;
+        self.read_section(self.sections[symtab].link as usize)
+    }
+
+    /// The index of the symbol table's section (`SHT_SYMTAB`).
+    fn symtab(&self) -> Option<usize> {
+        self.sections.iter().position(|s| s.kind == 2)
+    }
+
+    fn read_section(&mut self, index: usize) -> Option<Vec<u8>> {
+        let section = self.sections.get(index)?;
+        let (offset, size) = (section.offset, section.size);
         self.read_at(offset, size)
     }
 
