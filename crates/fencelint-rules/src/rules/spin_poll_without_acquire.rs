@@ -1681,10 +1681,12 @@ fn copies_from_global(op: AsyncOp) -> bool {
 /// targets, never blockers, so filtering after the walk gives what filtering during it would.
 struct Walks {
     shared: bool,
-    /// Whether the function has an atomic that ptxas emulates (a `.CAST.SPIN`, which every
-    /// emulation has, for shared memory at least): only then is a published read tested for
-    /// being the read half of one ([`emulated_atomic_read`]).
-    emulation: bool,
+    /// For each instruction, whether it is the read half of an atomic that ptxas emulates
+    /// ([`emulated_atomic_read`]), found when first asked (0: not asked, 1: no, 2: yes): every
+    /// walk and every sort asks about each published read it meets. Empty where the function
+    /// has no such atomic (a `.CAST.SPIN`, which every emulation has, for shared memory at
+    /// least), so no read is tested.
+    emulated: Vec<std::cell::Cell<u8>>,
     reads: BTreeMap<(fencelint_cfg::BlockId, Scope), Vec<InstId>>,
 }
 
@@ -1703,8 +1705,24 @@ impl Walks {
                 _ => {}
             }
         }
-        Self { shared: !acquire_access, emulation, reads: BTreeMap::new() }
+        let emulated =
+            if emulation { vec![std::cell::Cell::new(0); func.insts.len()] } else { Vec::new() };
+        Self { shared: !acquire_access, emulated, reads: BTreeMap::new() }
     }
+}
+
+/// Whether `id` is the read half of an atomic that ptxas emulates ([`emulated_atomic_read`]),
+/// in a function that has one; `emulated` keeps the answers.
+fn emulated_read_cached(
+    analysis: &FunctionAnalysis<'_>,
+    emulated: &[std::cell::Cell<u8>],
+    id: InstId,
+) -> bool {
+    let Some(known) = emulated.get(id.0 as usize) else { return false };
+    if known.get() == 0 {
+        known.set(1 + u8::from(emulated_atomic_read(analysis, id)));
+    }
+    known.get() == 2
 }
 
 /// Whether `inst` is a relaxed or volatile read of shareable memory (no acquire): the rule takes
@@ -1754,7 +1772,7 @@ fn unordered_reads(
             flag.as_ref().is_some_and(|flag| analysis.inst_address_within(id, flag, flag_bytes));
         !same_flag && may_carry_published(poll, func.inst(id))
     };
-    let emulation = walks.emulation;
+    let emulated = &walks.emulated;
     let walk = || {
         let is_blocker = |id: InstId| is_acquire(analysis, id, poll.load, poll.required);
         // Relaxed and volatile reads are collected until the walk meets a published read (the
@@ -1765,7 +1783,7 @@ fn unordered_reads(
             Point::BlockStart(poll.exit_to),
             |id| {
                 let inst = func.inst(id);
-                if reads_published(inst) && !(emulation && emulated_atomic_read(analysis, id)) {
+                if reads_published(inst) && !emulated_read_cached(analysis, emulated, id) {
                     published_met.set(true);
                     true
                 } else {
@@ -1778,8 +1796,7 @@ fn unordered_reads(
     let sort = |found: &[InstId]| {
         let mut after = After::default();
         for &id in found {
-            if reads_published(func.inst(id)) && !(emulation && emulated_atomic_read(analysis, id))
-            {
+            if reads_published(func.inst(id)) && !emulated_read_cached(analysis, emulated, id) {
                 if is_target(id) {
                     after.reads.push(id);
                 }
@@ -1970,7 +1987,7 @@ mod tests {
                                 reused += usize::from(shared.reads.len() == walked);
                                 let mut alone = Walks {
                                     shared: false,
-                                    emulation: shared.emulation,
+                                    emulated: shared.emulated.clone(),
                                     reads: BTreeMap::new(),
                                 };
                                 let own = unordered_reads(&analysis, lp, &poll, &mut alone);
