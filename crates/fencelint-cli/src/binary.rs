@@ -28,6 +28,7 @@ use fencelint_source::{Excerpt, FileId, TextRange};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::elf::{CodeFunction, Elf};
+use super::linking;
 use super::snippets::{self, Snippet};
 use super::tools::{self, INSTALL_HINT, Tools};
 
@@ -1085,10 +1086,6 @@ fn linked_max_code() -> u64 {
 /// [`CodeFunction::callable`]) may take at most this much code together to be held.
 const CALLEES_MAX_CODE: u64 = 16 << 20;
 
-/// A function is linted with at most this much text of the functions it calls, directly or
-/// not (the IR of the whole is held while it is linted: about five times its text).
-const CLOSURE_MAX_TEXT: usize = 8 << 20;
-
 /// How a cubin's calls of its own functions by name are followed (nvdisasm names the callee;
 /// cuobjdump prints `0x0`, and nothing is followed): not at all when it has no callable
 /// function; by linting it whole when it is small and not split into parts (the first value);
@@ -1223,12 +1220,7 @@ impl Callees {
         settings: &Settings,
         companion: Option<&Arc<Companion>>,
     ) -> bool {
-        self.alone(k, settings, companion).diagnostics.iter().any(|d| {
-            d.primary.file == PLACEHOLDER
-                && d.primary.range == place
-                && d.rule == diagnostic.rule
-                && d.message == diagnostic.message
-        })
+        linking::shows_alone(self.alone(k, settings, companion), PLACEHOLDER, place, diagnostic)
     }
 
     /// Held function `k` linted alone, once.
@@ -1246,32 +1238,17 @@ impl Callees {
         named_calls(text).filter_map(|name| self.by_name.get(name).copied())
     }
 
-    /// The held functions `direct` and those they call, nearest first, as many as
-    /// [`CLOSURE_MAX_TEXT`] allows, without the function `name` itself.
+    /// The held functions `direct` and those they call, nearest first
+    /// ([`linking::closure`]), without the function `name` itself.
     fn closure(&self, direct: impl Iterator<Item = usize>, name: &str) -> Vec<usize> {
-        let mut found: Vec<usize> = Vec::new();
-        let mut size = 0usize;
-        let mut add = |k: usize, found: &mut Vec<usize>| {
-            let chunk = &self.chunks[k];
-            if chunk.function != name
-                && !found.contains(&k)
-                && size + chunk.text.len() <= CLOSURE_MAX_TEXT
-            {
-                size += chunk.text.len();
-                found.push(k);
-            }
-        };
-        for k in direct {
-            add(k, &mut found);
-        }
-        let mut next = 0;
-        while let Some(&k) = found.get(next) {
-            for &callee in &self.calls[k] {
-                add(callee, &mut found);
-            }
-            next += 1;
-        }
-        found
+        // Names are unique among a cubin's functions.
+        let caller = self.by_name.get(name).copied().unwrap_or(usize::MAX);
+        linking::closure(
+            caller,
+            direct,
+            |k| self.calls[k].as_slice(),
+            |k| self.chunks[k].text.len(),
+        )
     }
 }
 
@@ -1288,12 +1265,10 @@ fn named_calls(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// Lints functions of a cubin together, so that a call of another function is followed into a
-/// copy of its code (`fencelint_lower`'s linking of named calls), and cuts each function's
-/// findings out as the function-by-function path does: from the function's text, followed by
-/// the text of each function that its findings' labels point into (a callee whose code was
-/// copied into it). `keep` chooses among the findings: it gets the function a finding belongs
-/// to and the one its primary label is in (indices into `chunks`), and the label's range in
-/// that function's text.
+/// copy of its code ([`linking::lint_together`]), and cuts each function's findings out as the
+/// function-by-function path does: from the function's text, followed by the text of each
+/// function that its findings' labels point into (a callee whose code was copied into it).
+/// `keep` chooses among the findings, as for [`linking::lint_together`].
 fn lint_linked(
     chunks: &[&SassChunk],
     label: &str,
@@ -1303,41 +1278,13 @@ fn lint_linked(
     keep: impl Fn(usize, usize, TextRange, &Diagnostic) -> bool,
 ) -> usize {
     let Some(first) = chunks.first() else { return 0 };
-    let mut text = String::new();
-    let mut starts: Vec<u32> = Vec::with_capacity(chunks.len());
-    for chunk in chunks {
-        starts.push(text.len() as u32);
-        text.push_str(&chunk.text);
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
-    }
+    let texts: Vec<&str> = chunks.iter().map(|chunk| chunk.text.as_str()).collect();
+    let names: Vec<&str> = chunks.iter().map(|chunk| chunk.function.as_str()).collect();
     let kind = InputKind::Sass(first.format);
     let pair = companion.map(|c| (&c.paired, c.producer.as_deref()));
-    let lint = fencelint_linter::lint_listing(PLACEHOLDER, &text, kind, settings, pair);
-    let chunk_at = |offset: u32| starts.partition_point(|&start| start <= offset).saturating_sub(1);
-    let relative = |part: usize, range: TextRange| {
-        TextRange::new(range.start - starts[part], range.end.saturating_sub(starts[part]))
-    };
-    let mut by_name: HashMap<&str, usize> = HashMap::new();
-    for (index, chunk) in chunks.iter().enumerate() {
-        by_name.entry(chunk.function.as_str()).or_insert(index);
-    }
-    let mut groups: std::collections::BTreeMap<usize, Vec<Diagnostic>> =
-        std::collections::BTreeMap::new();
-    for diagnostic in lint.diagnostics {
-        let at = chunk_at(diagnostic.primary.range.start);
-        let own = diagnostic
-            .kernel
-            .as_deref()
-            .and_then(|kernel| by_name.get(kernel).copied())
-            .unwrap_or(at);
-        let place = relative(at, diagnostic.primary.range);
-        if diagnostic.primary.file != PLACEHOLDER || keep(own, at, place, &diagnostic) {
-            groups.entry(own).or_default().push(diagnostic);
-        }
-    }
-    for (own, mut diagnostics) in groups {
+    let lint = |text: &str| fencelint_linter::lint_listing(PLACEHOLDER, text, kind, settings, pair);
+    let mut together = linking::lint_together(&texts, &names, PLACEHOLDER, lint, keep);
+    for (own, mut diagnostics) in std::mem::take(&mut together.groups) {
         // The functions the labels point into, the finding's own first, and where each one's
         // text starts in the excerpt.
         let mut parts: Vec<(usize, u32)> = vec![(own, 0)];
@@ -1345,7 +1292,7 @@ fn lint_linked(
         for diagnostic in &diagnostics {
             let labels = std::iter::once(&diagnostic.primary).chain(&diagnostic.secondary);
             for label in labels.filter(|label| label.file == PLACEHOLDER) {
-                let part = chunk_at(label.range.start);
+                let part = together.part_at(label.range.start);
                 if !parts.iter().any(|&(p, _)| p == part) {
                     parts.push((part, 0));
                 }
@@ -1353,7 +1300,7 @@ fn lint_linked(
         }
         for (part, at) in &mut parts {
             *at = excerpt.len() as u32;
-            excerpt.push_str(&chunks[*part].text);
+            excerpt.push_str(texts[*part]);
             if !excerpt.ends_with('\n') {
                 excerpt.push('\n');
             }
@@ -1361,24 +1308,24 @@ fn lint_linked(
         for diagnostic in &mut diagnostics {
             let labels = std::iter::once(&mut diagnostic.primary).chain(&mut diagnostic.secondary);
             for label in labels.filter(|label| label.file == PLACEHOLDER) {
-                let part = chunk_at(label.range.start);
+                let part = together.part_at(label.range.start);
                 let at = parts.iter().find(|&&(p, _)| p == part).map_or(0, |&(_, at)| at);
-                let shift = |offset: u32| offset.saturating_sub(starts[part]).saturating_add(at);
-                label.range = TextRange::new(shift(label.range.start), shift(label.range.end));
+                let range = together.relative(part, label.range);
+                label.range = TextRange::new(range.start + at, range.end + at);
             }
         }
         let uses_ptx = diagnostics.iter().any(|d| {
             d.primary.file == COMPANION || d.secondary.iter().any(|l| l.file == COMPANION)
         });
         output.findings.push(finding(
-            format!("{label}:{}", chunks[own].function),
+            format!("{label}:{}", names[own]),
             label,
             &excerpt,
             diagnostics,
             companion.filter(|_| uses_ptx).cloned(),
         ));
     }
-    lint.functions
+    together.functions
 }
 
 /// Whether a disassembler's failure says that it does not handle the cubin's architecture

@@ -19,6 +19,8 @@ use crate::render;
 pub(crate) mod binary;
 #[path = "elf.rs"]
 mod elf;
+#[path = "linking.rs"]
+mod linking;
 #[path = "pairs.rs"]
 pub(crate) mod pairs;
 #[path = "readahead.rs"]

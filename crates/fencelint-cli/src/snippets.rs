@@ -23,6 +23,22 @@ pub(crate) fn cut(
     file: FileId,
     diagnostics: &mut [Diagnostic],
 ) -> Vec<Snippet> {
+    let mut snippets = Vec::new();
+    cut_into(&mut snippets, text, base, file, diagnostics);
+    snippets
+}
+
+/// [`cut`], adding the snippets to `snippets`: the labels moved get the index of their snippet
+/// there. Cutting several texts into one vector this way gives the excerpts of findings whose
+/// labels lie in several places of a file (a function and the functions it calls).
+pub(crate) fn cut_into(
+    snippets: &mut Vec<Snippet>,
+    text: &str,
+    base: Excerpt,
+    file: FileId,
+    diagnostics: &mut [Diagnostic],
+) {
+    let first = snippets.len();
     let len = text.len();
     // The lines under a label, or, on a line longer than `LONG_LINE` (nvdisasm writes its JSON
     // on one line), `CONTEXT` bytes on either side of the label.
@@ -56,7 +72,7 @@ pub(crate) fn cut(
             _ => merged.push((from, to)),
         }
     }
-    let mut snippets = Vec::with_capacity(merged.len());
+    snippets.reserve(merged.len());
     // The line and character column of each snippet's start, counted on from the previous one
     // (each byte once: a JSON function is one line of up to megabytes with many findings).
     let (mut line, mut column, mut counted) = (base.line, base.column, 0usize);
@@ -79,13 +95,12 @@ pub(crate) fn cut(
         let (from, _) = line_span(label.range);
         let index = merged.partition_point(|&(start, _)| start <= from) - 1;
         let shift = merged[index].0 as u32;
-        label.file = FileId(index as u32);
+        label.file = FileId((first + index) as u32);
         label.range = TextRange::new(
             label.range.start.min(len as u32) - shift,
             label.range.end.min(len as u32).max(label.range.start.min(len as u32)) - shift,
         );
     }
-    snippets
 }
 
 /// Labels fewer lines apart than this share a snippet.

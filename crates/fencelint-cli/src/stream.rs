@@ -6,16 +6,18 @@
 //! thread, with a bounded channel to the workers ([`lint_listing`]). Only functions with
 //! findings are kept, as excerpts that report lines, columns and byte offsets of the whole file.
 
+use std::collections::{BTreeMap, HashMap};
 use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, sync_channel};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use fencelint_diagnostics::{Diagnostic, Label, Severity, codes};
 use fencelint_linter::{InputKind, Settings};
 use fencelint_sass::{FunctionSplitter, SassChunk, SassFormat};
 use fencelint_source::{Excerpt, FileId, TextRange};
 
+use super::linking;
 use super::snippets::{self, Snippet};
 
 /// Text inputs at least this large are streamed when their first bytes read as SASS
@@ -80,6 +82,8 @@ pub(crate) struct StreamOutput {
 struct Found {
     functions: AtomicUsize,
     excerpts: Mutex<Vec<(usize, Excerpted)>>,
+    /// The functions that call others by name, with those names ([`follow_calls`]).
+    calls: Mutex<Vec<(usize, Vec<String>)>>,
 }
 
 impl Found {
@@ -222,6 +226,9 @@ pub(crate) fn lint_mapped(
     let receiver = Mutex::new(receiver);
     let abandoned = AtomicBool::new(false);
     let found = Found::default();
+    // Every function cut, in file order: those that call others by name are linted again with
+    // them once all are linted alone ([`follow_calls`]).
+    let mut cut_out: Vec<fencelint_sass::TextChunk<'_>> = Vec::new();
     let cut = std::thread::scope(|scope| {
         for _ in 0..workers.max(1) {
             scope.spawn(|| {
@@ -237,7 +244,15 @@ pub(crate) fn lint_mapped(
                         offset: u64::from(chunk.range.start),
                     };
                     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        lint_text_chunk(&chunk, at, settings)
+                        let (n, excerpt, calls) = lint_text_chunk(&chunk, at, settings);
+                        if !calls.is_empty() {
+                            found
+                                .calls
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .push((index, calls));
+                        }
+                        (n, excerpt)
                     }));
                     release(chunk.range.to_usize());
                     found.add(index, result, chunk.function, at);
@@ -249,6 +264,7 @@ pub(crate) fn lint_mapped(
         let mut index = 0;
         let cut = fencelint_sass::split_bytes_in_order(bytes, release, |chunk| {
             index += 1;
+            cut_out.push(chunk);
             sender.send((index - 1, chunk)).is_ok()
         });
         if cut.is_none() {
@@ -258,7 +274,179 @@ pub(crate) fn lint_mapped(
         cut
     });
     cut?;
+    follow_calls(&cut_out, &found, settings, workers);
     Some(found.into_output(None))
+}
+
+/// The first file id of the marks that [`follow_calls`] puts on labels: `MARK - k` for the
+/// `k`-th function a finding's labels point into.
+const MARK: u32 = u32::MAX - 2;
+
+/// Lints each function of a mapped listing that calls others by name again, together with the
+/// functions it calls, directly or not, so that the calls are followed into their code
+/// (`fencelint_lower`'s linking of named calls, [`linking`]); its findings then replace those
+/// of linting it alone. As for a large cubin ([`super::binary`]), a function keeps the findings
+/// in its own code and those that the callees' code makes in its context; a finding in a
+/// callee's code that the callee shows alone is left to the callee. A callee is looked for
+/// among the functions of the same cubin (architecture and fat-binary entry), the nearest in
+/// the file first.
+fn follow_calls(
+    chunks: &[fencelint_sass::TextChunk<'_>],
+    found: &Found,
+    settings: &Settings,
+    workers: usize,
+) {
+    type Key<'a> = (&'a str, Option<fencelint_sass::Arch>, Option<&'a str>);
+    let calls = std::mem::take(&mut *found.calls.lock().unwrap_or_else(PoisonError::into_inner));
+    if calls.is_empty() {
+        return;
+    }
+    let mut by_name: HashMap<Key<'_>, Vec<usize>> = HashMap::new();
+    for (index, chunk) in chunks.iter().enumerate() {
+        by_name.entry((chunk.function, chunk.arch, chunk.binary)).or_default().push(index);
+    }
+    let mut callees: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for (caller, names) in calls {
+        let chunk = &chunks[caller];
+        let resolved: Vec<usize> = names
+            .iter()
+            .filter_map(|name| {
+                let found = by_name.get(&(name.as_str(), chunk.arch, chunk.binary))?;
+                found.iter().copied().filter(|&k| k != caller).min_by_key(|&k| k.abs_diff(caller))
+            })
+            .collect();
+        if !resolved.is_empty() {
+            callees.insert(caller, resolved);
+        }
+    }
+    // A callee that neither touches memory other threads see, nor orders, nor calls another
+    // function (`__cuda_sm20_rem_u64`, the arithmetic helpers every large listing calls) cannot
+    // change what its callers show: its callers are not linted again for it.
+    let mut matters: HashMap<usize, bool> = HashMap::new();
+    for &k in callees.values().flatten() {
+        matters.entry(k).or_insert_with(|| callees.contains_key(&k) || shares_memory(&chunks[k]));
+    }
+    for resolved in callees.values_mut() {
+        resolved.retain(|k| matters[k]);
+    }
+    callees.retain(|_, resolved| !resolved.is_empty());
+    let mut linked_again: Vec<usize> = callees.keys().copied().collect();
+    linked_again.sort_unstable();
+    // What each callee gives alone, once, to tell its own findings from a caller's.
+    let alone: HashMap<usize, OnceLock<fencelint_linter::LintOutput>> =
+        callees.values().flatten().map(|&k| (k, OnceLock::new())).collect();
+    let alone_of = |k: usize| {
+        alone[&k].get_or_init(|| {
+            let chunk = &chunks[k];
+            let kind = InputKind::Sass(chunk.format);
+            fencelint_linter::lint_split_function(
+                PLACEHOLDER,
+                chunk.text(),
+                kind,
+                chunk.arch,
+                settings,
+                None,
+            )
+        })
+    };
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..workers.max(1).min(linked_again.len()) {
+            scope.spawn(|| {
+                while let Some(&caller) = linked_again.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        linked(chunks, caller, &callees, settings, alone_of)
+                    }));
+                    let chunk = &chunks[caller];
+                    let at = Excerpt {
+                        line: u32::try_from(chunk.line).unwrap_or(u32::MAX),
+                        column: 0,
+                        offset: u64::from(chunk.range.start),
+                    };
+                    let excerpt = result.unwrap_or_else(|_| Some(crashed(chunk.function, at)));
+                    let mut excerpts =
+                        found.excerpts.lock().unwrap_or_else(PoisonError::into_inner);
+                    excerpts.retain(|(index, _)| *index != caller);
+                    excerpts.extend(excerpt.map(|excerpt| (caller, excerpt)));
+                }
+            });
+        }
+    });
+}
+
+/// Whether a function of a listing has an instruction that touches memory other threads may
+/// see (not local, parameter or constant memory) or orders memory.
+fn shares_memory(chunk: &fencelint_sass::TextChunk<'_>) -> bool {
+    use fencelint_ir::Space;
+    let lowered = fencelint_lower::sass::lower_function_text(
+        PLACEHOLDER,
+        chunk.text(),
+        chunk.format,
+        chunk.arch,
+        0,
+    );
+    lowered.modules.iter().flat_map(|module| &module.functions).flat_map(|f| &f.insts).any(|inst| {
+        inst.kind.is_memory_or_order()
+            && inst
+                .mem()
+                .is_none_or(|m| !matches!(m.space, Space::Local | Space::Param | Space::Const))
+    })
+}
+
+/// Function `caller` of a mapped listing linted with the functions it calls ([`follow_calls`]):
+/// its findings, cut out of its text and the callees' texts.
+fn linked<'c>(
+    chunks: &[fencelint_sass::TextChunk<'_>],
+    caller: usize,
+    callees: &BTreeMap<usize, Vec<usize>>,
+    settings: &Settings,
+    alone: impl Fn(usize) -> &'c fencelint_linter::LintOutput,
+) -> Option<Excerpted> {
+    let chunk = &chunks[caller];
+    let calls = |k: usize| callees.get(&k).map_or(&[][..], Vec::as_slice);
+    let size = |k: usize| chunks[k].range.len() as usize;
+    let parts: Vec<usize> = std::iter::once(caller)
+        .chain(linking::closure(caller, calls(caller).iter().copied(), calls, size))
+        .collect();
+    let texts: Vec<&str> = parts.iter().map(|&k| chunks[k].text()).collect();
+    let names: Vec<&str> = parts.iter().map(|&k| chunks[k].function).collect();
+    let kind = InputKind::Sass(chunk.format);
+    let lint = |text: &str| {
+        fencelint_linter::lint_split_function(PLACEHOLDER, text, kind, chunk.arch, settings, None)
+    };
+    let keep = |own: usize, at: usize, place: TextRange, diagnostic: &Diagnostic| {
+        own == 0
+            && (at == 0 || !linking::shows_alone(alone(parts[at]), PLACEHOLDER, place, diagnostic))
+    };
+    let mut together = linking::lint_together(&texts, &names, PLACEHOLDER, lint, keep);
+    let mut diagnostics = together.groups.remove(&0)?;
+    // Each label onto the text of the function it points into, marked with that function's
+    // place among those pointed into; then each text's lines are cut out with its own base.
+    let mut pointed: Vec<usize> = Vec::new();
+    for diagnostic in &mut diagnostics {
+        let labels = std::iter::once(&mut diagnostic.primary).chain(&mut diagnostic.secondary);
+        for label in labels.filter(|label| label.file == PLACEHOLDER) {
+            let part = together.part_at(label.range.start);
+            let slot = pointed.iter().position(|&p| p == part).unwrap_or_else(|| {
+                pointed.push(part);
+                pointed.len() - 1
+            });
+            label.range = together.relative(part, label.range);
+            label.file = FileId(MARK - slot as u32);
+        }
+    }
+    let mut snippets = Vec::new();
+    for (slot, &part) in pointed.iter().enumerate() {
+        let chunk = &chunks[parts[part]];
+        let base = Excerpt {
+            line: u32::try_from(chunk.line).unwrap_or(u32::MAX),
+            column: 0,
+            offset: u64::from(chunk.range.start),
+        };
+        let mark = FileId(MARK - slot as u32);
+        snippets::cut_into(&mut snippets, chunk.text(), base, mark, &mut diagnostics);
+    }
+    Some(Excerpted { snippets, diagnostics })
 }
 
 /// Gives back the pages that lie wholly inside `range` of the map. They are still in the page
@@ -278,21 +466,23 @@ fn release_pages(map: &memmap2::Mmap, range: std::ops::Range<usize>) {
     }
 }
 
-/// Lints one function of a mapped listing; `at` is where its text starts in the file.
+/// Lints one function of a mapped listing; `at` is where its text starts in the file. Also
+/// returns the functions it calls by name ([`follow_calls`]).
 fn lint_text_chunk(
     chunk: &fencelint_sass::TextChunk<'_>,
     at: Excerpt,
     settings: &Settings,
-) -> (usize, Option<Excerpted>) {
+) -> (usize, Option<Excerpted>, Vec<String>) {
     let text = chunk.text();
     let kind = InputKind::Sass(chunk.format);
     let mut lint =
         fencelint_linter::lint_split_function(PLACEHOLDER, text, kind, chunk.arch, settings, None);
+    let calls = std::mem::take(&mut lint.external_calls);
     if lint.diagnostics.is_empty() {
-        return (lint.functions, None);
+        return (lint.functions, None, calls);
     }
     let snippets = snippets::cut(text, at, PLACEHOLDER, &mut lint.diagnostics);
-    (lint.functions, Some(Excerpted { snippets, diagnostics: lint.diagnostics }))
+    (lint.functions, Some(Excerpted { snippets, diagnostics: lint.diagnostics }), calls)
 }
 
 /// The `internal-error` for a function whose linting panicked.
@@ -382,5 +572,42 @@ mod tests {
         assert!(should_stream(&big_json));
         assert!(!should_stream(&small_json));
         assert!(!should_stream(&text));
+    }
+
+    /// Only a callee that touches memory other threads see, or orders memory, is followed.
+    /// (Hand-written nvdisasm text, three functions of a few instructions.)
+    #[test]
+    fn callees_without_shared_memory_are_not_followed() {
+        let function = |name: &str, body: &str| {
+            format!(
+                "//--------------------- .text.{name} --------------------------\n\
+                 \t.section\t.text.{name},\"ax\",@progbits\n\
+                 .text.{name}:\n\
+                 {name}:\n{body}\
+                 \x20       /*0030*/                   RET.ABS.NODEC R20 0x0 ;\n\n"
+            )
+        };
+        let listing = [
+            function(
+                "arithmetic",
+                "        /*0000*/                   IMAD R4, R4, R5, RZ ;\n\
+                 \x20       /*0010*/                   LDC R6, c[0x0][0x210] ;\n",
+            ),
+            function("spills", "        /*0000*/                   STL [R1+0x4], R4 ;\n"),
+            function(
+                "polls",
+                "        /*0000*/                   LDG.E.STRONG.GPU R4, desc[UR4][R4.64] ;\n",
+            ),
+            function("orders", "        /*0000*/                   MEMBAR.SC.GPU ;\n"),
+        ]
+        .concat();
+        let text = format!("\t.target\tsm_90a\n\n{listing}");
+        let chunks = fencelint_sass::split_functions(&text);
+        let shares: Vec<(&str, bool)> =
+            chunks.iter().map(|chunk| (chunk.function, shares_memory(chunk))).collect();
+        assert_eq!(
+            shares,
+            [("arithmetic", false), ("spills", false), ("polls", true), ("orders", true)]
+        );
     }
 }

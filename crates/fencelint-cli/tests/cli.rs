@@ -253,6 +253,62 @@ fn a_streamed_listing_reports_what_the_whole_file_path_reports() {
     }
 }
 
+/// A streamed listing of a `-rdc` cubin follows calls of other functions by name, as the
+/// whole-file path does: the same findings at the same places (lines, columns, byte offsets),
+/// with one difference of owner. A hazard wholly inside a called function that it shows alone
+/// is its own finding when streamed; read whole, the kernel that calls it keeps it (as for a
+/// large cubin's held functions, docs/binaries.md).
+#[test]
+fn a_streamed_listing_follows_calls_of_other_functions() {
+    // (rule, message, the spans of the primary and the related labels)
+    type Key = (String, String, Vec<serde_json::Value>);
+    let findings = |out: &std::process::Output| -> Vec<(Key, String)> {
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut found: Vec<(Key, String)> = doc["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                let related = d["related"].as_array().into_iter().flatten();
+                let spans = std::iter::once(&d["span"]).chain(related.map(|r| &r["span"]));
+                let text = |key: &str| d[key].as_str().unwrap_or_default().to_owned();
+                ((text("rule"), text("message"), spans.cloned().collect()), text("kernel"))
+            })
+            .collect();
+        found.sort_by(|a, b| a.0.0.cmp(&b.0.0).then(a.0.1.cmp(&b.0.1)).then(a.1.cmp(&b.1)));
+        found
+    };
+    for arch in ["sm_80", "sm_90a", "sm_100a", "sm_120"] {
+        let listing = format!("fixtures/compiled/{arch}/noinline_poll.rdc.nvdisasm.sass");
+        let args = ["check", "--format", "json", "--select", "all", &listing];
+        let whole = findings(&common::command(&args).output().unwrap());
+        let streamed =
+            findings(&common::command(&args).env("FENCELINT_STREAM_MIN", "1").output().unwrap());
+        let keys = |found: &[(Key, String)]| {
+            let mut keys: Vec<String> =
+                found.iter().map(|(key, _)| serde_json::to_string(key).unwrap()).collect();
+            keys.sort();
+            keys
+        };
+        assert_eq!(keys(&streamed), keys(&whole), "{arch}");
+        // Five kernels' findings and one of a called function's copy that no kernel calls.
+        assert_eq!(whole.len(), 6, "{arch}: {whole:?}");
+        let owners = |found: &[(Key, String)]| {
+            let mut owners: Vec<String> = found.iter().map(|(_, kernel)| kernel.clone()).collect();
+            owners.sort();
+            owners
+        };
+        let (whole_owners, streamed_owners) = (owners(&whole), owners(&streamed));
+        let only_whole: Vec<&String> =
+            whole_owners.iter().filter(|k| !streamed_owners.contains(k)).collect();
+        let only_streamed: Vec<&String> =
+            streamed_owners.iter().filter(|k| !whole_owners.contains(k)).collect();
+        assert_eq!(only_whole, ["call_wait_and_read_twice"], "{arch}: {streamed:?}");
+        assert_eq!(only_streamed.len(), 1, "{arch}: {streamed:?}");
+        assert!(only_streamed[0].starts_with("_Z21wait_relaxed_and_read"), "{only_streamed:?}");
+    }
+}
+
 /// nvdisasm writes its JSON on one line; the same document spread over many lines (as a JSON
 /// formatter writes it) is streamed with the lines and columns the whole-file path gives.
 #[test]

@@ -47,6 +47,9 @@ pub struct Module {
     /// The compiler that produced the input, when known (for example `ptxas 13.2.78`).
     pub producer: Option<String>,
     pub functions: Vec<Function>,
+    /// The functions that SASS code of this module calls by name but the module does not hold
+    /// (a function of a listing cut into functions): those calls fall through. Sorted, once each.
+    pub external_calls: Vec<String>,
 }
 
 impl Module {

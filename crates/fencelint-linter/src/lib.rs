@@ -27,6 +27,9 @@ pub struct LintOutput {
     pub instructions: usize,
     /// Findings removed by inline `// fencelint: allow(...)` suppressions.
     pub suppressed: usize,
+    /// The functions that the SASS code calls by name but the text does not hold (one function
+    /// of a listing cut into functions): their calls fell through. Sorted, once each.
+    pub external_calls: Vec<String>,
 }
 
 impl LintOutput {
@@ -35,6 +38,9 @@ impl LintOutput {
         self.functions += other.functions;
         self.instructions += other.instructions;
         self.suppressed += other.suppressed;
+        self.external_calls.extend(other.external_calls);
+        self.external_calls.sort_unstable();
+        self.external_calls.dedup();
     }
 }
 
@@ -314,7 +320,10 @@ pub fn lint_lowered(lowered: fencelint_lower::Lowered, settings: &Settings) -> L
         output.functions += module.functions.len();
         output.instructions += module.functions.iter().map(|f| f.insts.len()).sum::<usize>();
         output.diagnostics.extend(lint_module(module, settings));
+        output.external_calls.extend(module.external_calls.iter().cloned());
     }
+    output.external_calls.sort_unstable();
+    output.external_calls.dedup();
     fencelint_diagnostics::sort(&mut output.diagnostics);
     fencelint_diagnostics::dedup_sorted(&mut output.diagnostics);
     output

@@ -71,6 +71,7 @@ fn ptx_module(
         ptx_version,
         producer: None,
         functions,
+        external_calls: Vec::new(),
     }
 }
 

@@ -175,7 +175,7 @@ impl<'a> Modules<'a> {
 
     fn finish(mut self) -> Vec<Module> {
         for (module, calls) in self.done.iter_mut().zip(&self.calls) {
-            link_functions(&mut module.functions, calls);
+            module.external_calls = link_functions(&mut module.functions, calls);
         }
         if self.done.is_empty() {
             self.done.push(new_module(self.file, None, self.producer));
@@ -320,6 +320,7 @@ fn new_module(file: FileId, target: Option<String>, producer: Option<&str>) -> M
         ptx_version: None,
         producer: producer.map(ToOwned::to_owned),
         functions: Vec::new(),
+        external_calls: Vec::new(),
     }
 }
 
@@ -1407,10 +1408,11 @@ const LINK_BUDGET_MIN: usize = 65_536;
 /// subroutines) or the module's ([`LINK_BUDGET_MIN`] or its own size), stay instructions that
 /// fall through. A function that another one calls is no kernel (device code does not call a
 /// kernel): nvdisasm JSON, which does not mark kernels, then keeps a finding in called code as
-/// the caller's, as the text listing does.
-fn link_functions(functions: &mut [Function], calls: &[(usize, InstId, &str)]) {
+/// the caller's, as the text listing does. Returns the names called that the module does not
+/// hold, sorted, once each ([`fencelint_ir::Module::external_calls`]).
+fn link_functions(functions: &mut [Function], calls: &[(usize, InstId, &str)]) -> Vec<String> {
     if calls.is_empty() {
-        return;
+        return Vec::new();
     }
     let by_name: HashMap<String, usize> = functions
         .iter()
@@ -1419,14 +1421,19 @@ fn link_functions(functions: &mut [Function], calls: &[(usize, InstId, &str)]) {
         .map(|(index, func)| (func.name.clone(), index))
         .collect();
     let mut edges: Vec<Vec<(InstId, usize)>> = vec![Vec::new(); functions.len()];
+    let mut external: Vec<String> = Vec::new();
     for &(caller, call, name) in calls {
-        if let Some(&callee) = by_name.get(name)
-            && callee != caller
-        {
-            edges[caller].push((call, callee));
-            functions[callee].is_kernel = false;
+        match by_name.get(name) {
+            Some(&callee) if callee != caller => {
+                edges[caller].push((call, callee));
+                functions[callee].is_kernel = false;
+            }
+            Some(_) => {}
+            None => external.push(name.to_owned()),
         }
     }
+    external.sort_unstable();
+    external.dedup();
     let total: usize = functions.iter().map(|func| func.insts.len()).sum();
     let mut budget = LINK_BUDGET_MIN.max(total);
     // The code of each linked callee reached from its entry, in text order, found once.
@@ -1465,6 +1472,7 @@ fn link_functions(functions: &mut [Function], calls: &[(usize, InstId, &str)]) {
             state[func] = 2;
         }
     }
+    external
 }
 
 /// Copies the code of the callee of each of `sites` into `functions[into]` ([`link_functions`]).

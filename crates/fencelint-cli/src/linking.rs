@@ -1,0 +1,140 @@
+//! Following calls between functions that were cut apart: a cubin streamed function by function
+//! ([`super::binary`]) and a listing file too large to read whole ([`super::stream`]) lint each
+//! function alone, so a call of another function by name (nvdisasm prints
+//! `` CALL.ABS.NOINC `(_Z12wait_relaxedPKj) `` in a `-rdc` build) falls through there. A
+//! function that makes such calls is linted again together with the functions it calls,
+//! directly or not ([`closure`]), so that `fencelint_lower` follows each call into a copy of the
+//! callee's code; [`lint_together`] keeps the findings that belong to it.
+
+use std::collections::BTreeMap;
+
+use fencelint_diagnostics::Diagnostic;
+use fencelint_linter::LintOutput;
+use fencelint_source::{FileId, TextRange};
+
+/// A function is linted with at most this much text of the functions it calls, directly or
+/// not (the IR of the whole is held while it is linted: about five times its text).
+pub(crate) const CLOSURE_MAX_TEXT: usize = 8 << 20;
+
+/// The functions `direct` and those they call (`calls`), nearest first, without `caller`
+/// itself, as many as [`CLOSURE_MAX_TEXT`] of their text (`size`) allows.
+pub(crate) fn closure<'c>(
+    caller: usize,
+    direct: impl Iterator<Item = usize>,
+    calls: impl Fn(usize) -> &'c [usize],
+    size: impl Fn(usize) -> usize,
+) -> Vec<usize> {
+    let mut found: Vec<usize> = Vec::new();
+    let mut total = 0usize;
+    let mut add = |k: usize, found: &mut Vec<usize>| {
+        if k != caller && !found.contains(&k) && total + size(k) <= CLOSURE_MAX_TEXT {
+            total += size(k);
+            found.push(k);
+        }
+    };
+    for k in direct {
+        add(k, &mut found);
+    }
+    let mut next = 0;
+    while let Some(&k) = found.get(next) {
+        for &callee in calls(k) {
+            add(callee, &mut found);
+        }
+        next += 1;
+    }
+    found
+}
+
+/// Functions linted together: where each one's text starts in the whole, and the findings kept,
+/// grouped by the function each belongs to (its index among the parts).
+pub(crate) struct Together {
+    pub(crate) starts: Vec<u32>,
+    pub(crate) groups: BTreeMap<usize, Vec<Diagnostic>>,
+    /// What linting the whole counted.
+    pub(crate) functions: usize,
+}
+
+impl Together {
+    /// The part whose text holds `offset` of the whole.
+    pub(crate) fn part_at(&self, offset: u32) -> usize {
+        self.starts.partition_point(|&start| start <= offset).saturating_sub(1)
+    }
+
+    /// `range` of the whole, made relative to the text of `part`.
+    pub(crate) fn relative(&self, part: usize, range: TextRange) -> TextRange {
+        let start = self.starts[part];
+        TextRange::new(range.start.saturating_sub(start), range.end.saturating_sub(start))
+    }
+}
+
+/// Lints the texts of several functions as one listing (`lint` gets the whole, each text ending
+/// in a line end; its labels are on `file`). A finding belongs to the function its `kernel`
+/// names (`names` gives each part's name), else to the one its primary label is in. `keep`
+/// chooses among those on `file`: it gets the function a finding belongs to and the one its
+/// primary label is in (indices into `texts`), and the label's range in that function's text.
+/// Findings on other files are kept.
+pub(crate) fn lint_together(
+    texts: &[&str],
+    names: &[&str],
+    file: FileId,
+    lint: impl FnOnce(&str) -> LintOutput,
+    keep: impl Fn(usize, usize, TextRange, &Diagnostic) -> bool,
+) -> Together {
+    let mut whole = String::with_capacity(texts.iter().map(|t| t.len() + 1).sum());
+    let mut starts: Vec<u32> = Vec::with_capacity(texts.len());
+    for text in texts {
+        starts.push(u32::try_from(whole.len()).unwrap_or(u32::MAX));
+        whole.push_str(text);
+        if !whole.ends_with('\n') {
+            whole.push('\n');
+        }
+    }
+    let lint = lint(&whole);
+    let mut together = Together { starts, groups: BTreeMap::new(), functions: lint.functions };
+    for diagnostic in lint.diagnostics {
+        let at = together.part_at(diagnostic.primary.range.start);
+        let own = diagnostic
+            .kernel
+            .as_deref()
+            .and_then(|kernel| names.iter().position(|name| *name == kernel))
+            .unwrap_or(at);
+        let place = together.relative(at, diagnostic.primary.range);
+        if diagnostic.primary.file != file || keep(own, at, place, &diagnostic) {
+            together.groups.entry(own).or_default().push(diagnostic);
+        }
+    }
+    together
+}
+
+/// Whether a function linted alone (`alone`, its labels on `file`) gives `diagnostic`'s rule
+/// and message at `place` of its text: a finding in its own code, which it reports itself,
+/// rather than one that only a caller's context makes.
+pub(crate) fn shows_alone(
+    alone: &LintOutput,
+    file: FileId,
+    place: TextRange,
+    diagnostic: &Diagnostic,
+) -> bool {
+    alone.diagnostics.iter().any(|d| {
+        d.primary.file == file
+            && d.primary.range == place
+            && d.rule == diagnostic.rule
+            && d.message == diagnostic.message
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_closure_goes_nearest_first_within_its_budget() {
+        // 0 calls 1 and 2; 1 calls 3; 3 calls 0 (back to the caller) and 4.
+        let calls: Vec<Vec<usize>> = vec![vec![1, 2], vec![3], vec![], vec![0, 4], vec![]];
+        let of = |k: usize| calls[k].as_slice();
+        assert_eq!(closure(0, [1, 2].into_iter(), of, |_| 1), vec![1, 2, 3, 4]);
+        // Function 2 is too large: the others still fit.
+        let size = |k: usize| if k == 2 { CLOSURE_MAX_TEXT } else { 1 };
+        assert_eq!(closure(0, [1, 2].into_iter(), of, size), vec![1, 3, 4]);
+    }
+}
