@@ -865,8 +865,10 @@ fn lint_unit(
         progress.function(&label, &chunk.function, chunk.text.len());
         let closure = callees
             .map(|c| match held {
-                Some(k) => c.closure(c.calls[k].iter().copied(), &chunk.function),
-                None => c.closure(c.called_by(&chunk.text), &chunk.function),
+                Some(k) => {
+                    c.closure(c.calls[k].iter().copied(), &chunk.function, settings, companion)
+                }
+                None => c.closure(c.called_by(&chunk.text), &chunk.function, settings, companion),
             })
             .unwrap_or_default();
         if let (Some(callees), false) = (callees, closure.is_empty()) {
@@ -1239,16 +1241,24 @@ impl Callees {
     }
 
     /// The held functions `direct` and those they call, nearest first
-    /// ([`linking::closure`]), without the function `name` itself.
-    fn closure(&self, direct: impl Iterator<Item = usize>, name: &str) -> Vec<usize> {
+    /// ([`linking::closure`]), without the function `name` itself. A function that calls no
+    /// other held one and neither touches memory other threads see nor orders it
+    /// (`__cuda_sm20_rem_u64`; found by linting it alone, which it needs anyway) is not
+    /// followed: it cannot change what its callers show.
+    fn closure(
+        &self,
+        direct: impl Iterator<Item = usize>,
+        name: &str,
+        settings: &Settings,
+        companion: Option<&Arc<Companion>>,
+    ) -> Vec<usize> {
         // Names are unique among a cubin's functions.
         let caller = self.by_name.get(name).copied().unwrap_or(usize::MAX);
-        linking::closure(
-            caller,
-            direct,
-            |k| self.calls[k].as_slice(),
-            |k| self.chunks[k].text.len(),
-        )
+        let follows = |k: usize| {
+            !self.calls[k].is_empty() || self.alone(k, settings, companion).shares_memory
+        };
+        let size = |k: usize| self.chunks[k].text.len();
+        linking::closure(caller, direct, |k| self.calls[k].as_slice(), size, follows)
     }
 }
 

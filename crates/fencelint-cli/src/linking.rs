@@ -17,17 +17,19 @@ use fencelint_source::{FileId, TextRange};
 pub(crate) const CLOSURE_MAX_TEXT: usize = 8 << 20;
 
 /// The functions `direct` and those they call (`calls`), nearest first, without `caller`
-/// itself, as many as [`CLOSURE_MAX_TEXT`] of their text (`size`) allows.
+/// itself and without those not worth following (`follows`), as many as [`CLOSURE_MAX_TEXT`]
+/// of their text (`size`) allows.
 pub(crate) fn closure<'c>(
     caller: usize,
     direct: impl Iterator<Item = usize>,
     calls: impl Fn(usize) -> &'c [usize],
     size: impl Fn(usize) -> usize,
+    follows: impl Fn(usize) -> bool,
 ) -> Vec<usize> {
     let mut found: Vec<usize> = Vec::new();
     let mut total = 0usize;
     let mut add = |k: usize, found: &mut Vec<usize>| {
-        if k != caller && !found.contains(&k) && total + size(k) <= CLOSURE_MAX_TEXT {
+        if k != caller && !found.contains(&k) && total + size(k) <= CLOSURE_MAX_TEXT && follows(k) {
             total += size(k);
             found.push(k);
         }
@@ -132,9 +134,12 @@ mod tests {
         // 0 calls 1 and 2; 1 calls 3; 3 calls 0 (back to the caller) and 4.
         let calls: Vec<Vec<usize>> = vec![vec![1, 2], vec![3], vec![], vec![0, 4], vec![]];
         let of = |k: usize| calls[k].as_slice();
-        assert_eq!(closure(0, [1, 2].into_iter(), of, |_| 1), vec![1, 2, 3, 4]);
+        let all = |_| true;
+        assert_eq!(closure(0, [1, 2].into_iter(), of, |_| 1, all), vec![1, 2, 3, 4]);
         // Function 2 is too large: the others still fit.
         let size = |k: usize| if k == 2 { CLOSURE_MAX_TEXT } else { 1 };
-        assert_eq!(closure(0, [1, 2].into_iter(), of, size), vec![1, 3, 4]);
+        assert_eq!(closure(0, [1, 2].into_iter(), of, size, all), vec![1, 3, 4]);
+        // Function 3 is not followed, nor what only it calls.
+        assert_eq!(closure(0, [1, 2].into_iter(), of, |_| 1, |k| k != 3), vec![1, 2]);
     }
 }

@@ -84,6 +84,9 @@ struct Found {
     excerpts: Mutex<Vec<(usize, Excerpted)>>,
     /// The functions that call others by name, with those names ([`follow_calls`]).
     calls: Mutex<Vec<(usize, Vec<String>)>>,
+    /// The functions with no instruction that touches memory other threads see or orders it
+    /// (`fencelint_linter::LintOutput::shares_memory`): calls of them are not followed.
+    private: Mutex<Vec<usize>>,
 }
 
 impl Found {
@@ -244,13 +247,20 @@ pub(crate) fn lint_mapped(
                         offset: u64::from(chunk.range.start),
                     };
                     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        let (n, excerpt, calls) = lint_text_chunk(&chunk, at, settings);
+                        let (n, excerpt, calls, shares) = lint_text_chunk(&chunk, at, settings);
                         if !calls.is_empty() {
                             found
                                 .calls
                                 .lock()
                                 .unwrap_or_else(PoisonError::into_inner)
                                 .push((index, calls));
+                        }
+                        if !shares {
+                            found
+                                .private
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .push(index);
                         }
                         (n, excerpt)
                     }));
@@ -322,12 +332,12 @@ fn follow_calls(
     // A callee that neither touches memory other threads see, nor orders, nor calls another
     // function (`__cuda_sm20_rem_u64`, the arithmetic helpers every large listing calls) cannot
     // change what its callers show: its callers are not linted again for it.
-    let mut matters: HashMap<usize, bool> = HashMap::new();
-    for &k in callees.values().flatten() {
-        matters.entry(k).or_insert_with(|| callees.contains_key(&k) || shares_memory(&chunks[k]));
-    }
+    let mut private =
+        std::mem::take(&mut *found.private.lock().unwrap_or_else(PoisonError::into_inner));
+    private.retain(|k| !callees.contains_key(k));
+    private.sort_unstable();
     for resolved in callees.values_mut() {
-        resolved.retain(|k| matters[k]);
+        resolved.retain(|k| private.binary_search(k).is_err());
     }
     callees.retain(|_, resolved| !resolved.is_empty());
     let mut linked_again: Vec<usize> = callees.keys().copied().collect();
@@ -374,25 +384,6 @@ fn follow_calls(
     });
 }
 
-/// Whether a function of a listing has an instruction that touches memory other threads may
-/// see (not local, parameter or constant memory) or orders memory.
-fn shares_memory(chunk: &fencelint_sass::TextChunk<'_>) -> bool {
-    use fencelint_ir::Space;
-    let lowered = fencelint_lower::sass::lower_function_text(
-        PLACEHOLDER,
-        chunk.text(),
-        chunk.format,
-        chunk.arch,
-        0,
-    );
-    lowered.modules.iter().flat_map(|module| &module.functions).flat_map(|f| &f.insts).any(|inst| {
-        inst.kind.is_memory_or_order()
-            && inst
-                .mem()
-                .is_none_or(|m| !matches!(m.space, Space::Local | Space::Param | Space::Const))
-    })
-}
-
 /// Function `caller` of a mapped listing linted with the functions it calls ([`follow_calls`]):
 /// its findings, cut out of its text and the callees' texts.
 fn linked<'c>(
@@ -406,7 +397,7 @@ fn linked<'c>(
     let calls = |k: usize| callees.get(&k).map_or(&[][..], Vec::as_slice);
     let size = |k: usize| chunks[k].range.len() as usize;
     let parts: Vec<usize> = std::iter::once(caller)
-        .chain(linking::closure(caller, calls(caller).iter().copied(), calls, size))
+        .chain(linking::closure(caller, calls(caller).iter().copied(), calls, size, |_| true))
         .collect();
     let texts: Vec<&str> = parts.iter().map(|&k| chunks[k].text()).collect();
     let names: Vec<&str> = parts.iter().map(|&k| chunks[k].function).collect();
@@ -467,22 +458,24 @@ fn release_pages(map: &memmap2::Mmap, range: std::ops::Range<usize>) {
 }
 
 /// Lints one function of a mapped listing; `at` is where its text starts in the file. Also
-/// returns the functions it calls by name ([`follow_calls`]).
+/// returns the functions it calls by name, and whether it touches memory other threads see or
+/// orders memory ([`follow_calls`]).
 fn lint_text_chunk(
     chunk: &fencelint_sass::TextChunk<'_>,
     at: Excerpt,
     settings: &Settings,
-) -> (usize, Option<Excerpted>, Vec<String>) {
+) -> (usize, Option<Excerpted>, Vec<String>, bool) {
     let text = chunk.text();
     let kind = InputKind::Sass(chunk.format);
     let mut lint =
         fencelint_linter::lint_split_function(PLACEHOLDER, text, kind, chunk.arch, settings, None);
     let calls = std::mem::take(&mut lint.external_calls);
     if lint.diagnostics.is_empty() {
-        return (lint.functions, None, calls);
+        return (lint.functions, None, calls, lint.shares_memory);
     }
     let snippets = snippets::cut(text, at, PLACEHOLDER, &mut lint.diagnostics);
-    (lint.functions, Some(Excerpted { snippets, diagnostics: lint.diagnostics }), calls)
+    let excerpt = Excerpted { snippets, diagnostics: lint.diagnostics };
+    (lint.functions, Some(excerpt), calls, lint.shares_memory)
 }
 
 /// The `internal-error` for a function whose linting panicked.
@@ -574,8 +567,10 @@ mod tests {
         assert!(!should_stream(&text));
     }
 
-    /// Only a callee that touches memory other threads see, or orders memory, is followed.
-    /// (Hand-written nvdisasm text, three functions of a few instructions.)
+    /// Only a callee that touches memory other threads see, or orders memory, is followed
+    /// ([`follow_calls`]): the flag that tells, for functions that touch only registers,
+    /// constant, local (spills) or global memory, or that fence. (Hand-written nvdisasm text,
+    /// four functions of a few instructions.)
     #[test]
     fn callees_without_shared_memory_are_not_followed() {
         let function = |name: &str, body: &str| {
@@ -603,8 +598,11 @@ mod tests {
         .concat();
         let text = format!("\t.target\tsm_90a\n\n{listing}");
         let chunks = fencelint_sass::split_functions(&text);
-        let shares: Vec<(&str, bool)> =
-            chunks.iter().map(|chunk| (chunk.function, shares_memory(chunk))).collect();
+        let settings = Settings::default();
+        let shares: Vec<(&str, bool)> = chunks
+            .iter()
+            .map(|chunk| (chunk.function, lint_text_chunk(chunk, Excerpt::default(), &settings).3))
+            .collect();
         assert_eq!(
             shares,
             [("arithmetic", false), ("spills", false), ("polls", true), ("orders", true)]

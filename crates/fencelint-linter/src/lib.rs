@@ -30,6 +30,10 @@ pub struct LintOutput {
     /// The functions that the SASS code calls by name but the text does not hold (one function
     /// of a listing cut into functions): their calls fell through. Sorted, once each.
     pub external_calls: Vec<String>,
+    /// Whether the code has an instruction that touches memory other threads may see (not
+    /// local, parameter or constant memory) or orders memory. Code without one
+    /// (`__cuda_sm20_rem_u64`) cannot change what the code that calls it shows.
+    pub shares_memory: bool,
 }
 
 impl LintOutput {
@@ -41,6 +45,7 @@ impl LintOutput {
         self.external_calls.extend(other.external_calls);
         self.external_calls.sort_unstable();
         self.external_calls.dedup();
+        self.shares_memory |= other.shares_memory;
     }
 }
 
@@ -321,12 +326,24 @@ pub fn lint_lowered(lowered: fencelint_lower::Lowered, settings: &Settings) -> L
         output.instructions += module.functions.iter().map(|f| f.insts.len()).sum::<usize>();
         output.diagnostics.extend(lint_module(module, settings));
         output.external_calls.extend(module.external_calls.iter().cloned());
+        output.shares_memory |= module.functions.iter().any(shares_memory);
     }
     output.external_calls.sort_unstable();
     output.external_calls.dedup();
     fencelint_diagnostics::sort(&mut output.diagnostics);
     fencelint_diagnostics::dedup_sorted(&mut output.diagnostics);
     output
+}
+
+/// [`LintOutput::shares_memory`] for one function.
+fn shares_memory(func: &Function) -> bool {
+    use fencelint_ir::Space;
+    func.insts.iter().any(|inst| {
+        inst.kind.is_memory_or_order()
+            && inst
+                .mem()
+                .is_none_or(|m| !matches!(m.space, Space::Local | Space::Param | Space::Const))
+    })
 }
 
 /// Runs every enabled rule over every function of `module`, functions in parallel.
