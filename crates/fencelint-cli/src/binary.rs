@@ -876,18 +876,10 @@ fn lint_unit(
             parts.extend(closure.iter().map(|&k| &callees.chunks[k]));
             // The function's own findings, less those in a callee's code that the callee
             // shows alone (it reports them itself).
-            let keep = |own: usize, at: usize, place: TextRange, diagnostic: &Diagnostic| {
-                own == 0
-                    && (at == 0
-                        || !callees.shows_alone(
-                            closure[at - 1],
-                            place,
-                            diagnostic,
-                            settings,
-                            companion,
-                        ))
+            let shown = |k: usize, place: TextRange, diagnostic: &Diagnostic| {
+                callees.shows_alone(closure[k], place, diagnostic, settings, companion)
             };
-            lint_linked(&parts, &label, settings, companion, output, keep);
+            lint_linked(&parts, &label, settings, companion, output, Some(&shown));
             output.functions += 1;
             return;
         }
@@ -949,8 +941,7 @@ fn lint_unit(
     };
     if whole {
         let chunks: Vec<&SassChunk> = all.iter().collect();
-        output.functions +=
-            lint_linked(&chunks, &label, settings, companion, &mut output, |_, _, _, _| true);
+        output.functions += lint_linked(&chunks, &label, settings, companion, &mut output, None);
     }
     if let Err(err) = result {
         let described = err.describe(tool);
@@ -1274,25 +1265,41 @@ fn named_calls(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// Whether held callee `k` of a caller shows a finding at a place of its text by itself
+/// ([`lint_linked`]).
+type ShownAlone<'a> = dyn Fn(usize, TextRange, &Diagnostic) -> bool + 'a;
+
 /// Lints functions of a cubin together, so that a call of another function is followed into a
 /// copy of its code ([`linking::lint_together`]), and cuts each function's findings out as the
 /// function-by-function path does: from the function's text, followed by the text of each
 /// function that its findings' labels point into (a callee whose code was copied into it).
-/// `keep` chooses among the findings, as for [`linking::lint_together`].
+/// Every function's findings are kept, or with `caller`, only the first function is checked
+/// ([`fencelint_linter::lint_caller`]) and keeps its findings less those in the code of callee
+/// `k` (its index among the others) that `caller(k, place, finding)` says the callee shows
+/// itself.
 fn lint_linked(
     chunks: &[&SassChunk],
     label: &str,
     settings: &Settings,
     companion: Option<&Arc<Companion>>,
     output: &mut UnitOutput,
-    keep: impl Fn(usize, usize, TextRange, &Diagnostic) -> bool,
+    caller: Option<&ShownAlone<'_>>,
 ) -> usize {
     let Some(first) = chunks.first() else { return 0 };
     let texts: Vec<&str> = chunks.iter().map(|chunk| chunk.text.as_str()).collect();
     let names: Vec<&str> = chunks.iter().map(|chunk| chunk.function.as_str()).collect();
     let kind = InputKind::Sass(first.format);
     let pair = companion.map(|c| (&c.paired, c.producer.as_deref()));
-    let lint = |text: &str| fencelint_linter::lint_listing(PLACEHOLDER, text, kind, settings, pair);
+    let lint = |text: &str| match caller {
+        Some(_) => {
+            fencelint_linter::lint_caller(PLACEHOLDER, text, kind, first.arch, settings, pair)
+        }
+        None => fencelint_linter::lint_listing(PLACEHOLDER, text, kind, settings, pair),
+    };
+    let keep = |own: usize, at: usize, place: TextRange, diagnostic: &Diagnostic| match caller {
+        Some(shown) => own == 0 && (at == 0 || !shown(at - 1, place, diagnostic)),
+        None => true,
+    };
     let mut together = linking::lint_together(&texts, &names, PLACEHOLDER, lint, keep);
     for (own, mut diagnostics) in std::mem::take(&mut together.groups) {
         // The functions the labels point into, the finding's own first, and where each one's

@@ -6,7 +6,7 @@
 //! directly or not ([`closure`]), so that `fencelint_lower` follows each call into a copy of the
 //! callee's code; [`lint_together`] keeps the findings that belong to it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use fencelint_diagnostics::Diagnostic;
 use fencelint_linter::LintOutput;
@@ -27,9 +27,12 @@ pub(crate) fn closure<'c>(
     follows: impl Fn(usize) -> bool,
 ) -> Vec<usize> {
     let mut found: Vec<usize> = Vec::new();
+    // Functions can be small: a closure of thousands of them must not be searched for each.
+    let mut seen: HashSet<usize> = HashSet::new();
     let mut total = 0usize;
     let mut add = |k: usize, found: &mut Vec<usize>| {
-        if k != caller && !found.contains(&k) && total + size(k) <= CLOSURE_MAX_TEXT && follows(k) {
+        if k != caller && !seen.contains(&k) && total + size(k) <= CLOSURE_MAX_TEXT && follows(k) {
+            seen.insert(k);
             total += size(k);
             found.push(k);
         }
@@ -93,12 +96,16 @@ pub(crate) fn lint_together(
     }
     let lint = lint(&whole);
     let mut together = Together { starts, groups: BTreeMap::new(), functions: lint.functions };
+    let mut by_name: HashMap<&str, usize> = HashMap::new();
+    for (index, name) in names.iter().enumerate() {
+        by_name.entry(name).or_insert(index);
+    }
     for diagnostic in lint.diagnostics {
         let at = together.part_at(diagnostic.primary.range.start);
         let own = diagnostic
             .kernel
             .as_deref()
-            .and_then(|kernel| names.iter().position(|name| *name == kernel))
+            .and_then(|kernel| by_name.get(kernel).copied())
             .unwrap_or(at);
         let place = together.relative(at, diagnostic.primary.range);
         if diagnostic.primary.file != file || keep(own, at, place, &diagnostic) {

@@ -284,7 +284,7 @@ pub(crate) fn lint_mapped(
         cut
     });
     cut?;
-    follow_calls(&cut_out, &found, settings, workers);
+    follow_calls(&cut_out, bytes.len(), &found, settings, workers);
     Some(found.into_output(None))
 }
 
@@ -302,6 +302,7 @@ const MARK: u32 = u32::MAX - 2;
 /// the file first.
 fn follow_calls(
     chunks: &[fencelint_sass::TextChunk<'_>],
+    listing_len: usize,
     found: &Found,
     settings: &Settings,
     workers: usize,
@@ -340,8 +341,27 @@ fn follow_calls(
         resolved.retain(|k| private.binary_search(k).is_err());
     }
     callees.retain(|_, resolved| !resolved.is_empty());
-    let mut linked_again: Vec<usize> = callees.keys().copied().collect();
-    linked_again.sort_unstable();
+    // Each caller with what it calls, directly or not, in file order, as long as the listing's
+    // budget lasts: the functions of a chain of calls would otherwise each be linted with all
+    // those after them (2,000 small functions calling one another, 1.1 MB of listing: 34 s).
+    let calls_of = |k: usize| callees.get(&k).map_or(&[][..], Vec::as_slice);
+    let size = |k: usize| chunks[k].range.len() as usize;
+    let mut budget = linked_budget(listing_len);
+    let mut planned: Vec<Vec<usize>> = Vec::new();
+    let mut skipped: Vec<usize> = Vec::new();
+    for &caller in callees.keys() {
+        let closure =
+            linking::closure(caller, calls_of(caller).iter().copied(), calls_of, size, |_| true);
+        let parts: Vec<usize> = std::iter::once(caller).chain(closure).collect();
+        let cost: usize = parts.iter().map(|&k| size(k)).sum();
+        if cost <= budget {
+            budget -= cost;
+            planned.push(parts);
+        } else {
+            skipped.push(caller);
+        }
+    }
+    let linked_again: Vec<usize> = planned.iter().map(|parts| parts[0]).collect();
     // What each callee gives alone, once, to tell its own findings from a caller's.
     let alone: HashMap<usize, OnceLock<fencelint_linter::LintOutput>> =
         callees.values().flatten().map(|&k| (k, OnceLock::new())).collect();
@@ -360,12 +380,14 @@ fn follow_calls(
         })
     };
     let next = AtomicUsize::new(0);
+    let relinted: Mutex<Vec<(usize, Excerpted)>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..workers.max(1).min(linked_again.len()) {
             scope.spawn(|| {
-                while let Some(&caller) = linked_again.get(next.fetch_add(1, Ordering::Relaxed)) {
+                while let Some(parts) = planned.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let caller = parts[0];
                     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        linked(chunks, caller, &callees, settings, alone_of)
+                        linked(chunks, parts, settings, alone_of)
                     }));
                     let chunk = &chunks[caller];
                     let at = Excerpt {
@@ -374,36 +396,82 @@ fn follow_calls(
                         offset: u64::from(chunk.range.start),
                     };
                     let excerpt = result.unwrap_or_else(|_| Some(crashed(chunk.function, at)));
-                    let mut excerpts =
-                        found.excerpts.lock().unwrap_or_else(PoisonError::into_inner);
-                    excerpts.retain(|(index, _)| *index != caller);
-                    excerpts.extend(excerpt.map(|excerpt| (caller, excerpt)));
+                    if let Some(excerpt) = excerpt {
+                        let mut relinted = relinted.lock().unwrap_or_else(PoisonError::into_inner);
+                        relinted.push((caller, excerpt));
+                    }
                 }
             });
         }
     });
+    // The callers' findings replace those of linting them alone (`linked_again` is sorted).
+    let mut excerpts = found.excerpts.lock().unwrap_or_else(PoisonError::into_inner);
+    excerpts.retain(|(index, _)| linked_again.binary_search(index).is_err());
+    excerpts.extend(relinted.into_inner().unwrap_or_else(PoisonError::into_inner));
+    // The callers left out keep what linting them alone gave, and say so.
+    let mut at_index: HashMap<usize, usize> =
+        excerpts.iter().enumerate().map(|(at, (index, _))| (*index, at)).collect();
+    for caller in skipped {
+        let chunk = &chunks[caller];
+        let mut diagnostics = [Diagnostic::new(
+            codes::ANALYSIS_INCOMPLETE,
+            Severity::Warning,
+            format!(
+                "the calls of `{}` to other functions were not followed: linting functions with \
+                 those they call reached its budget for this listing ({} MiB of text); findings \
+                 may be missing",
+                chunk.function,
+                linked_budget(listing_len) >> 20
+            ),
+            Label::new(PLACEHOLDER, TextRange::empty(0), "in this function"),
+        )
+        .with_kernel(chunk.function.to_owned())];
+        let base = Excerpt {
+            line: u32::try_from(chunk.line).unwrap_or(u32::MAX),
+            column: 0,
+            offset: u64::from(chunk.range.start),
+        };
+        let at = *at_index.entry(caller).or_insert_with(|| {
+            excerpts.push((caller, Excerpted { snippets: Vec::new(), diagnostics: Vec::new() }));
+            excerpts.len() - 1
+        });
+        let excerpt = &mut excerpts[at].1;
+        snippets::cut_into(
+            &mut excerpt.snippets,
+            chunk.text(),
+            base,
+            PLACEHOLDER,
+            &mut diagnostics,
+        );
+        excerpt.diagnostics.extend(diagnostics);
+    }
 }
 
-/// Function `caller` of a mapped listing linted with the functions it calls ([`follow_calls`]):
-/// its findings, cut out of its text and the callees' texts.
+/// The most text that the functions of one listing may be linted with again, callees included
+/// ([`follow_calls`]): the listing's size, at least 64 MiB (the 57 MB nvdisasm listing of
+/// NVSHMEM's `sm_90` device code uses 32 MB). `FENCELINT_LINKED_BUDGET` (bytes) sets it, for tests and measurements.
+fn linked_budget(listing_len: usize) -> usize {
+    std::env::var("FENCELINT_LINKED_BUDGET")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| listing_len.max(64 << 20))
+}
+
+/// A function of a mapped listing linted with the functions it calls ([`follow_calls`]):
+/// `parts` are the function and those, as indices into `chunks`. Its findings, cut out of its
+/// text and the callees' texts.
 fn linked<'c>(
     chunks: &[fencelint_sass::TextChunk<'_>],
-    caller: usize,
-    callees: &BTreeMap<usize, Vec<usize>>,
+    parts: &[usize],
     settings: &Settings,
     alone: impl Fn(usize) -> &'c fencelint_linter::LintOutput,
 ) -> Option<Excerpted> {
-    let chunk = &chunks[caller];
-    let calls = |k: usize| callees.get(&k).map_or(&[][..], Vec::as_slice);
-    let size = |k: usize| chunks[k].range.len() as usize;
-    let parts: Vec<usize> = std::iter::once(caller)
-        .chain(linking::closure(caller, calls(caller).iter().copied(), calls, size, |_| true))
-        .collect();
+    let chunk = &chunks[parts[0]];
     let texts: Vec<&str> = parts.iter().map(|&k| chunks[k].text()).collect();
     let names: Vec<&str> = parts.iter().map(|&k| chunks[k].function).collect();
     let kind = InputKind::Sass(chunk.format);
     let lint = |text: &str| {
-        fencelint_linter::lint_split_function(PLACEHOLDER, text, kind, chunk.arch, settings, None)
+        fencelint_linter::lint_caller(PLACEHOLDER, text, kind, chunk.arch, settings, None)
     };
     let keep = |own: usize, at: usize, place: TextRange, diagnostic: &Diagnostic| {
         own == 0

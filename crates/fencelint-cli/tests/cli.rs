@@ -309,6 +309,62 @@ fn a_streamed_listing_follows_calls_of_other_functions() {
     }
 }
 
+/// A streamed listing whose functions call one another in a chain (each calls the next and the
+/// first) would lint the listing once per function; a budget of text bounds that, and each
+/// function left out says so. (Hand-written nvdisasm text: 100 functions of seven lines.)
+#[test]
+fn a_chain_of_calls_in_a_streamed_listing_is_bounded() {
+    use std::fmt::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let count = 100;
+    let mut text = String::from("\t.target\tsm_90a\n\n");
+    for i in 0..count {
+        let next = if i + 1 < count {
+            format!("        /*0030*/                   CALL.ABS.NOINC `(f{}) ;\n", i + 1)
+        } else {
+            "        /*0030*/                   NOP ;\n".to_owned()
+        };
+        write!(
+            text,
+            "//--------------------- .text.f{i} --------------------------\n\
+             \t.section\t.text.f{i},\"ax\",@progbits\n.text.f{i}:\nf{i}:\n\
+             \x20       /*0000*/                   LDG.E.STRONG.GPU R4, desc[UR4][R4.64] ;\n\
+             \x20       /*0010*/                   ISETP.NE.AND P0, PT, R4, RZ, PT ;\n\
+             \x20       /*0020*/              @P0 BRA `(.L_x_{i}) ;\n{next}\
+             \x20       /*0040*/                   CALL.ABS.NOINC `(f0) ;\n.L_x_{i}:\n\
+             \x20       /*0050*/                   LDG.E R6, desc[UR4][R8.64] ;\n\
+             \x20       /*0060*/                   RET.ABS.NODEC R20 0x0 ;\n\n"
+        )
+        .unwrap();
+    }
+    let path = dir.path().join("chain.sass");
+    fs::write(&path, &text).unwrap();
+    let args = ["check", "--format", "short", path.to_str().unwrap()];
+    let left_out = |budget: Option<&str>| -> Vec<String> {
+        let mut command = common::command(&args);
+        command.env("FENCELINT_STREAM_MIN", "1");
+        if let Some(budget) = budget {
+            command.env("FENCELINT_LINKED_BUDGET", budget);
+        }
+        let out = command.output().unwrap();
+        assert_ne!(out.status.code(), Some(2), "{}", stderr(&out));
+        stdout(&out)
+            .lines()
+            .filter(|l| l.contains("warning[analysis-incomplete]"))
+            .map(|l| l.split('`').nth(1).unwrap_or_default().to_owned())
+            .collect()
+    };
+    // Each function's closure is the whole chain: 100 times the listing, within 64 MiB.
+    assert_eq!(left_out(None), Vec::<String>::new());
+    // With room for about 10 closures, the first functions in the file are linted with theirs.
+    let budget = (10 * text.len()).to_string();
+    let names = left_out(Some(&budget));
+    assert!((80..=92).contains(&names.len()), "{} left out: {names:?}", names.len());
+    let first: usize = names[0].trim_start_matches('f').parse().unwrap();
+    let expected: Vec<String> = (first..count).map(|i| format!("f{i}")).collect();
+    assert_eq!(names, expected);
+}
+
 /// nvdisasm writes its JSON on one line; the same document spread over many lines (as a JSON
 /// formatter writes it) is streamed with the lines and columns the whole-file path gives.
 #[test]

@@ -70,6 +70,21 @@ pub fn lint_split_function(
     lint_text_with(file, text, kind, settings, pair, Extent::Function(arch))
 }
 
+/// Lints the first function of a SASS text that holds it and functions it calls by name (cut
+/// from one listing, the caller's first), as [`lint_split_function`] does: the text is lowered
+/// whole, so that each call is followed into a copy of the callee's code, and only the caller
+/// is checked. What the callees show by themselves is theirs to report.
+pub fn lint_caller(
+    file: FileId,
+    text: &str,
+    kind: InputKind,
+    arch: Option<fencelint_lower::sass::Arch>,
+    settings: &Settings,
+    pair: Option<(&PairedPtx, Option<&str>)>,
+) -> LintOutput {
+    lint_text_with(file, text, kind, settings, pair, Extent::Caller(arch))
+}
+
 /// Lints a whole SASS listing, as [`lint_text`] does, with the pair rules against `pair` as
 /// [`lint_split_function`] runs them: for the listing of a cubin whose functions call each
 /// other by name, read whole so that the calls are followed into the callees' code.
@@ -183,6 +198,9 @@ enum Extent {
     Listing,
     /// One function of a split SASS listing, and the architecture the listing named before it.
     Function(Option<fencelint_lower::sass::Arch>),
+    /// A function and the functions it calls, cut from a SASS listing, checked as the first
+    /// ([`lint_caller`]).
+    Caller(Option<fencelint_lower::sass::Arch>),
 }
 
 /// PTX texts of this size or more are linted function by function ([`lint_ptx_by_function`]):
@@ -241,12 +259,19 @@ fn lint_text_with(
     {
         return lint_ptx_by_function(file, text, settings);
     }
-    let lowered = match (kind, extent) {
-        (InputKind::Sass(format), Extent::Function(arch)) => {
+    let mut lowered = match (kind, extent) {
+        (InputKind::Sass(format), Extent::Function(arch) | Extent::Caller(arch)) => {
             fencelint_lower::sass::lower_function_text(file, text, format, arch, 0)
         }
         _ => fencelint_lower::lower(file, text, kind, 0),
     };
+    if let Extent::Caller(_) = extent {
+        // The callees' code is in the caller now, copied at its calls.
+        lowered.modules.truncate(1);
+        if let Some(module) = lowered.modules.first_mut() {
+            module.functions.truncate(1);
+        }
+    }
     // One vector search for the marker: most texts (every compiler listing) have none.
     let mut suppressions = if suppress::has_marker(text) {
         let functions: Vec<FunctionSpan> = lowered
