@@ -871,27 +871,33 @@ fn lint_unit(
                 None => c.closure(c.called_by(&chunk.text), &chunk.function, settings, companion),
             })
             .unwrap_or_default();
+        let mut not_followed = None;
         if let (Some(callees), false) = (callees, closure.is_empty()) {
-            let mut parts = vec![chunk];
-            parts.extend(closure.iter().map(|&k| &callees.chunks[k]));
-            // The function's own findings, less those in a callee's code that the callee
-            // shows alone (it reports them itself).
-            let shown = |k: usize, place: TextRange, diagnostic: &Diagnostic| {
-                callees.shows_alone(closure[k], place, diagnostic, settings, companion)
-            };
-            lint_linked(&parts, &label, settings, companion, output, Some(&shown));
-            output.functions += 1;
-            return;
+            if callees.may_link(held, chunk, &closure) {
+                let mut parts = vec![chunk];
+                parts.extend(closure.iter().map(|&k| &callees.chunks[k]));
+                // The function's own findings, less those in a callee's code that the callee
+                // shows alone (it reports them itself).
+                let shown = |k: usize, place: TextRange, diagnostic: &Diagnostic| {
+                    callees.shows_alone(closure[k], place, diagnostic, settings, companion)
+                };
+                lint_linked(&parts, &label, settings, companion, output, Some(&shown));
+                output.functions += 1;
+                return;
+            }
+            let budget = callees.budget;
+            not_followed = Some(linking::calls_not_followed(&chunk.function, budget, PLACEHOLDER));
         }
-        // A held function that calls no other held one was linted alone already if a caller
-        // asked ([`Callees::shows_alone`]).
-        let (functions, diagnostics) = if let (Some(callees), Some(k)) = (callees, held) {
+        // A held function that calls no other held one (or whose calls the budget leaves out)
+        // was linted alone already if a caller asked ([`Callees::shows_alone`]).
+        let (functions, mut diagnostics) = if let (Some(callees), Some(k)) = (callees, held) {
             let lint = callees.alone(k, settings, companion);
             (lint.functions, lint.diagnostics.clone())
         } else {
             let lint = lint_alone(chunk, settings, companion);
             (lint.functions, lint.diagnostics)
         };
+        diagnostics.extend(not_followed);
         output.functions += functions;
         if !diagnostics.is_empty() {
             let uses_ptx = diagnostics.iter().any(|d| {
@@ -1121,6 +1127,13 @@ struct Callees {
     /// For each held function, what linting it alone (no call followed) gives: what a caller
     /// compares its findings with, and, for a function that calls no other held one, its own.
     alone: Vec<OnceLock<fencelint_linter::LintOutput>>,
+    /// The text that callers may be linted with again ([`linking::budget`] of the held text).
+    budget: usize,
+    /// Whether each held function that calls others is linted with them: decided in order
+    /// while the budget lasts, before any is linted.
+    planned: Vec<bool>,
+    /// What the budget leaves for the cubin's other functions, taken as they are linted.
+    left: AtomicUsize,
 }
 
 impl Callees {
@@ -1196,9 +1209,30 @@ impl Callees {
             chunks,
             by_name,
             calls: Vec::new(),
+            budget: 0,
+            planned: Vec::new(),
+            left: AtomicUsize::new(0),
         };
         held.calls =
             held.chunks.iter().map(|chunk| held.called_by(&chunk.text).collect()).collect();
+        // Each held caller with all it may call (before the callees that touch no shared
+        // memory are left out, which takes linting them), in symbol order.
+        let size = |k: usize| held.chunks[k].text.len();
+        held.budget = linking::budget(held.chunks.iter().map(|c| c.text.len()).sum());
+        let mut left = held.budget;
+        held.planned = (0..held.chunks.len())
+            .map(|k| {
+                let calls = |k: usize| held.calls[k].as_slice();
+                let closure = linking::closure(k, calls(k).iter().copied(), calls, size, |_| true);
+                let cost = size(k) + closure.iter().map(|&c| size(c)).sum::<usize>();
+                let fits = closure.is_empty() || cost <= left;
+                if fits && !closure.is_empty() {
+                    left -= cost;
+                }
+                fits
+            })
+            .collect();
+        held.left = AtomicUsize::new(left);
         Some(Arc::new(held))
     }
 
@@ -1214,6 +1248,19 @@ impl Callees {
         companion: Option<&Arc<Companion>>,
     ) -> bool {
         linking::shows_alone(self.alone(k, settings, companion), PLACEHOLDER, place, diagnostic)
+    }
+
+    /// Whether a function may be linted with `closure`, its callees: a held one (`held`) as
+    /// planned, another if what the budget has left holds their text, which it then takes.
+    fn may_link(&self, held: Option<usize>, chunk: &SassChunk, closure: &[usize]) -> bool {
+        if let Some(k) = held {
+            return self.planned[k];
+        }
+        let cost =
+            chunk.text.len() + closure.iter().map(|&k| self.chunks[k].text.len()).sum::<usize>();
+        self.left
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| left.checked_sub(cost))
+            .is_ok()
     }
 
     /// Held function `k` linted alone, once.

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use fencelint_diagnostics::Diagnostic;
+use fencelint_diagnostics::{Diagnostic, Label, Severity, codes};
 use fencelint_linter::LintOutput;
 use fencelint_source::{FileId, TextRange};
 
@@ -113,6 +113,34 @@ pub(crate) fn lint_together(
         }
     }
     together
+}
+
+/// The most text that the functions of one listing or cubin may be linted with again, callees
+/// included: `size` (the listing's, or the held functions' text), at least 64 MiB (the 57 MB
+/// nvdisasm listing of NVSHMEM's `sm_90` device code uses 32 MB). Without a bound, a chain of
+/// small functions that call one another lints each function with all those after it.
+/// `FENCELINT_LINKED_BUDGET` (bytes) sets it, for tests and measurements.
+pub(crate) fn budget(size: usize) -> usize {
+    std::env::var("FENCELINT_LINKED_BUDGET")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| size.max(64 << 20))
+}
+
+/// The warning of a function whose calls were not followed because [`budget`] was spent; its
+/// label is at the start of the function's text, on `file`.
+pub(crate) fn calls_not_followed(function: &str, budget: usize, file: FileId) -> Diagnostic {
+    Diagnostic::new(
+        codes::ANALYSIS_INCOMPLETE,
+        Severity::Warning,
+        format!(
+            "the calls of `{function}` to other functions were not followed: linting functions \
+             with those they call reached its budget ({} MiB of text); findings may be missing",
+            budget >> 20
+        ),
+        Label::new(file, TextRange::empty(0), "in this function"),
+    )
+    .with_kernel(function.to_owned())
 }
 
 /// Whether a function linted alone (`alone`, its labels on `file`) gives `diagnostic`'s rule

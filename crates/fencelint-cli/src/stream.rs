@@ -346,7 +346,7 @@ fn follow_calls(
     // those after them (2,000 small functions calling one another, 1.1 MB of listing: 34 s).
     let calls_of = |k: usize| callees.get(&k).map_or(&[][..], Vec::as_slice);
     let size = |k: usize| chunks[k].range.len() as usize;
-    let mut budget = linked_budget(listing_len);
+    let mut budget = linking::budget(listing_len);
     let mut planned: Vec<Vec<usize>> = Vec::new();
     let mut skipped: Vec<usize> = Vec::new();
     for &caller in callees.keys() {
@@ -413,19 +413,11 @@ fn follow_calls(
         excerpts.iter().enumerate().map(|(at, (index, _))| (*index, at)).collect();
     for caller in skipped {
         let chunk = &chunks[caller];
-        let mut diagnostics = [Diagnostic::new(
-            codes::ANALYSIS_INCOMPLETE,
-            Severity::Warning,
-            format!(
-                "the calls of `{}` to other functions were not followed: linting functions with \
-                 those they call reached its budget for this listing ({} MiB of text); findings \
-                 may be missing",
-                chunk.function,
-                linked_budget(listing_len) >> 20
-            ),
-            Label::new(PLACEHOLDER, TextRange::empty(0), "in this function"),
-        )
-        .with_kernel(chunk.function.to_owned())];
+        let mut diagnostics = [linking::calls_not_followed(
+            chunk.function,
+            linking::budget(listing_len),
+            PLACEHOLDER,
+        )];
         let base = Excerpt {
             line: u32::try_from(chunk.line).unwrap_or(u32::MAX),
             column: 0,
@@ -445,16 +437,6 @@ fn follow_calls(
         );
         excerpt.diagnostics.extend(diagnostics);
     }
-}
-
-/// The most text that the functions of one listing may be linted with again, callees included
-/// ([`follow_calls`]): the listing's size, at least 64 MiB (the 57 MB nvdisasm listing of
-/// NVSHMEM's `sm_90` device code uses 32 MB). `FENCELINT_LINKED_BUDGET` (bytes) sets it, for tests and measurements.
-fn linked_budget(listing_len: usize) -> usize {
-    std::env::var("FENCELINT_LINKED_BUDGET")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| listing_len.max(64 << 20))
 }
 
 /// A function of a mapped listing linted with the functions it calls ([`follow_calls`]):

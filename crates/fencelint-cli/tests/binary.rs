@@ -197,6 +197,35 @@ fn calls_between_the_functions_of_a_cubin_are_followed() {
     }
 }
 
+/// With no budget left for linting callers with their callees, a larger cubin's callers keep
+/// what they show alone and each says that its calls were not followed.
+#[test]
+fn callers_past_the_budget_say_their_calls_were_not_followed() {
+    let cubin = "fixtures/compiled/sm_90a/noinline_poll.rdc.cubin";
+    let args = ["--select", "all", cubin];
+    if check_with_tools("callers_past_the_budget", &args).is_none() {
+        return;
+    }
+    let run = |budget: &str| {
+        let mut all = vec!["check", "--format", "short", "--locations", "input"];
+        all.extend(args);
+        let out = common::command(&all)
+            .env("FENCELINT_LINKED_MAX", "0")
+            .env("FENCELINT_LINKED_BUDGET", budget)
+            .output()
+            .unwrap();
+        stdout(&out).to_owned()
+    };
+    let linked = run("1000000000");
+    let spent = run("0");
+    let left_out = |text: &str| finding_lines(text, "analysis-incomplete").len();
+    assert_eq!(left_out(&linked), 0, "{linked}");
+    // Each of the eight kernels calls held functions; no held function calls another here.
+    assert_eq!(left_out(&spent), 8, "{spent}");
+    let polls = |text: &str| finding_lines(text, "spin-poll-without-acquire").len();
+    assert!(polls(&spent) < polls(&linked), "{spent}\n{linked}");
+}
+
 /// Checks that the line each label of `out`'s findings shows in the rich output of the same
 /// run is the instruction at the label's SASS address.
 fn assert_excerpts_show_the_addresses(arch: &str, cubin: &str, out: &Output, env: &[(&str, &str)]) {
