@@ -214,7 +214,7 @@ fn callers_past_the_budget_say_their_calls_were_not_followed() {
             .env("FENCELINT_LINKED_BUDGET", budget)
             .output()
             .unwrap();
-        stdout(&out).to_owned()
+        stdout(&out)
     };
     let linked = run("1000000000");
     let spent = run("0");
