@@ -284,7 +284,7 @@ pub(crate) fn lint_mapped(
         cut
     });
     cut?;
-    follow_calls(&cut_out, bytes.len(), &found, settings, workers);
+    follow_calls(&cut_out, bytes.len(), &release, &found, settings, workers);
     Some(found.into_output(None))
 }
 
@@ -303,6 +303,7 @@ const MARK: u32 = u32::MAX - 2;
 fn follow_calls(
     chunks: &[fencelint_sass::TextChunk<'_>],
     listing_len: usize,
+    release: &(dyn Fn(std::ops::Range<usize>) + Sync),
     found: &Found,
     settings: &Settings,
     workers: usize,
@@ -389,6 +390,10 @@ fn follow_calls(
                     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         linked(chunks, parts, settings, alone_of)
                     }));
+                    // Read from the map again: given back again (docs/performance.md).
+                    for &k in parts {
+                        release(chunks[k].range.to_usize());
+                    }
                     let chunk = &chunks[caller];
                     let at = Excerpt {
                         line: u32::try_from(chunk.line).unwrap_or(u32::MAX),
