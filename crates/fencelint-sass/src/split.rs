@@ -1052,7 +1052,6 @@ fn split_bytes_ordered<'a>(
         }
         let Segment { items, lines: in_piece } =
             scan_segment(piece_str(&bytes[start..end])?, start);
-        scanned(start..end);
         // SAFETY: the pieces up to this one were checked, and they end at line ends, which are
         // never inside a UTF-8 sequence: the bytes up to `end` are UTF-8.
         #[allow(unsafe_code)]
@@ -1065,6 +1064,10 @@ fn split_bytes_ordered<'a>(
                 return Some(());
             }
         }
+        // Only now: the merger reads the names its items point at in the piece (section and
+        // function names), and reading a page given back maps it again until the function
+        // that holds it is linted (NCCL's 476 MB nvdisasm listing: 363 MB of it).
+        scanned(start..end);
         lines += in_piece;
     }
     // SAFETY: every piece was checked (as above).
