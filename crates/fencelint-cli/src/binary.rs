@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use fencelint_diagnostics::Diagnostic;
-use fencelint_linter::{InputKind, PairedPtx, Settings, reorder};
+use fencelint_linter::{InputKind, PairedPtx, Settings, Split, reorder};
 use fencelint_sass::{Arch, FunctionSplitter, SassChunk};
 use fencelint_source::{Excerpt, FileId, TextRange};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -1039,7 +1039,7 @@ pub(crate) fn lint_alone(
         PLACEHOLDER,
         &chunk.text,
         kind,
-        chunk.arch,
+        Split::Function(chunk.arch),
         settings,
         pair,
     )
@@ -1321,7 +1321,7 @@ type ShownAlone<'a> = dyn Fn(usize, TextRange, &Diagnostic) -> bool + 'a;
 /// function-by-function path does: from the function's text, followed by the text of each
 /// function that its findings' labels point into (a callee whose code was copied into it).
 /// Every function's findings are kept, or with `caller`, only the first function is checked
-/// ([`fencelint_linter::lint_caller`]) and keeps its findings less those in the code of callee
+/// ([`fencelint_linter::Split::Caller`]) and keeps its findings less those in the code of callee
 /// `k` (its index among the others) that `caller(k, place, finding)` says the callee shows
 /// itself.
 fn lint_linked(
@@ -1338,9 +1338,14 @@ fn lint_linked(
     let kind = InputKind::Sass(first.format);
     let pair = companion.map(|c| (&c.paired, c.producer.as_deref()));
     let lint = |text: &str| match caller {
-        Some(_) => {
-            fencelint_linter::lint_caller(PLACEHOLDER, text, kind, first.arch, settings, pair)
-        }
+        Some(_) => fencelint_linter::lint_split_function(
+            PLACEHOLDER,
+            text,
+            kind,
+            Split::Caller(first.arch),
+            settings,
+            pair,
+        ),
         None => fencelint_linter::lint_listing(PLACEHOLDER, text, kind, settings, pair),
     };
     let keep = |own: usize, at: usize, place: TextRange, diagnostic: &Diagnostic| match caller {

@@ -13,7 +13,7 @@ use std::sync::mpsc::{channel, sync_channel};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use fencelint_diagnostics::{Diagnostic, Label, Severity, codes};
-use fencelint_linter::{InputKind, Settings};
+use fencelint_linter::{InputKind, Settings, Split};
 use fencelint_sass::{FunctionSplitter, SassChunk, SassFormat};
 use fencelint_source::{Excerpt, FileId, TextRange};
 
@@ -383,7 +383,7 @@ fn follow_calls(
                 PLACEHOLDER,
                 chunk.text(),
                 kind,
-                chunk.arch,
+                Split::Function(chunk.arch),
                 settings,
                 None,
             )
@@ -467,7 +467,14 @@ fn linked<'c>(
     let names: Vec<&str> = parts.iter().map(|&k| chunks[k].function).collect();
     let kind = InputKind::Sass(chunk.format);
     let lint = |text: &str| {
-        fencelint_linter::lint_caller(PLACEHOLDER, text, kind, chunk.arch, settings, None)
+        fencelint_linter::lint_split_function(
+            PLACEHOLDER,
+            text,
+            kind,
+            Split::Caller(chunk.arch),
+            settings,
+            None,
+        )
     };
     let keep = |own: usize, at: usize, place: TextRange, diagnostic: &Diagnostic| {
         own == 0
@@ -531,8 +538,14 @@ fn lint_text_chunk(
 ) -> (usize, Option<Excerpted>, Vec<String>, bool) {
     let text = chunk.text();
     let kind = InputKind::Sass(chunk.format);
-    let mut lint =
-        fencelint_linter::lint_split_function(PLACEHOLDER, text, kind, chunk.arch, settings, None);
+    let mut lint = fencelint_linter::lint_split_function(
+        PLACEHOLDER,
+        text,
+        kind,
+        Split::Function(chunk.arch),
+        settings,
+        None,
+    );
     let calls = std::mem::take(&mut lint.external_calls);
     if lint.diagnostics.is_empty() {
         return (lint.functions, None, calls, lint.shares_memory);

@@ -106,7 +106,14 @@ fn main() {
     let whole = || {
         for c in &chunks {
             let lint = fencelint_linter::lint_split_function;
-            drop(black_box(lint(FileId(0), c.text(), kind, c.arch, &settings, None)));
+            drop(black_box(lint(
+                FileId(0),
+                c.text(),
+                kind,
+                fencelint_linter::Split::Function(c.arch),
+                &settings,
+                None,
+            )));
         }
     };
     let stages: [(&str, &dyn Fn()); 5] = [

@@ -55,34 +55,36 @@ pub fn lint_text(file: FileId, text: &str, kind: InputKind, settings: &Settings)
     lint_text_with(file, text, kind, settings, None, Extent::Listing)
 }
 
-/// Lints one function that a splitter cut out of a larger SASS listing (the text of a
-/// `fencelint_sass::SassChunk` or `TextChunk`), with `arch`, the architecture the listing named
-/// before it: the result of [`lint_text`], or of [`lint_sass_paired`] when `pair` is given,
-/// with the parser's tables sized for one function up front.
+/// Lints what a splitter cut out of a larger SASS listing (the text of a
+/// `fencelint_sass::SassChunk` or `TextChunk`, or several such texts one after another), with
+/// the architecture the listing named before it: the result of [`lint_text`], or of
+/// [`lint_sass_paired`] when `pair` is given, with the parser's tables sized for one function
+/// up front. [`Split`] says which functions are checked.
 pub fn lint_split_function(
     file: FileId,
     text: &str,
     kind: InputKind,
-    arch: Option<fencelint_lower::sass::Arch>,
+    split: Split,
     settings: &Settings,
     pair: Option<(&PairedPtx, Option<&str>)>,
 ) -> LintOutput {
-    lint_text_with(file, text, kind, settings, pair, Extent::Function(arch))
+    let extent = match split {
+        Split::Function(arch) => Extent::Function(arch),
+        Split::Caller(arch) => Extent::Caller(arch),
+    };
+    lint_text_with(file, text, kind, settings, pair, extent)
 }
 
-/// Lints the first function of a SASS text that holds it and functions it calls by name (cut
-/// from one listing, the caller's first), as [`lint_split_function`] does: the text is lowered
-/// whole, so that each call is followed into a copy of the callee's code, and only the caller
-/// is checked. What the callees show by themselves is theirs to report.
-pub fn lint_caller(
-    file: FileId,
-    text: &str,
-    kind: InputKind,
-    arch: Option<fencelint_lower::sass::Arch>,
-    settings: &Settings,
-    pair: Option<(&PairedPtx, Option<&str>)>,
-) -> LintOutput {
-    lint_text_with(file, text, kind, settings, pair, Extent::Caller(arch))
+/// What [`lint_split_function`] gets, with the architecture the listing named before it.
+#[derive(Clone, Copy, Debug)]
+pub enum Split {
+    /// One function, checked.
+    Function(Option<fencelint_lower::sass::Arch>),
+    /// A function followed by functions it calls by name (cut from one listing): the text is
+    /// lowered whole, so that each call is followed into a copy of the callee's code, and only
+    /// the first function, the caller, is checked. What the callees show by themselves is
+    /// theirs to report.
+    Caller(Option<fencelint_lower::sass::Arch>),
 }
 
 /// Lints a whole SASS listing, as [`lint_text`] does, with the pair rules against `pair` as
@@ -199,7 +201,7 @@ enum Extent {
     /// One function of a split SASS listing, and the architecture the listing named before it.
     Function(Option<fencelint_lower::sass::Arch>),
     /// A function and the functions it calls, cut from a SASS listing, checked as the first
-    /// ([`lint_caller`]).
+    /// ([`Split::Caller`]).
     Caller(Option<fencelint_lower::sass::Arch>),
 }
 
