@@ -2,7 +2,7 @@
 //! and the thread then reads published data with no acquire on the way.
 
 use std::cell::{OnceCell, RefCell};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use fencelint_cfg::{AddrKey, AddrRoot, FunctionAnalysis, Loop, Point};
 use fencelint_ir::{
@@ -1506,7 +1506,8 @@ fn acquired_before_branch(
 /// `required` scope), staying in the loop: the same answers as
 /// `FunctionAnalysis::reaches_avoiding_memory(Point::After(load), to, …)` for every `to`, from
 /// one walk. A read decides many exits of a loop (hundreds in a fuzzed listing, where a walk
-/// per exit took 1.1 s for 63 KB).
+/// per exit took 1.1 s for 63 KB). Unlike that walk it has no step budget: it visits each
+/// block of the loop once.
 struct Unacquired {
     /// The first acquire after the read in its own block, if any.
     blocked_after_load: Option<u32>,
@@ -1528,17 +1529,15 @@ impl Unacquired {
         let start = cfg.block_of(load);
         let blocked_after_load = first_acquire(start, load.0 + 1);
         let mut entered: Vec<fencelint_cfg::BlockId> = Vec::new();
-        let mut seen: std::collections::HashSet<fencelint_cfg::BlockId> =
-            std::collections::HashSet::new();
+        let mut seen: HashSet<fencelint_cfg::BlockId> = HashSet::new();
         let mut work: VecDeque<fencelint_cfg::BlockId> = VecDeque::new();
-        let enqueue_successors =
-            |block, work: &mut VecDeque<_>, seen: &mut std::collections::HashSet<_>| {
-                for succ in cfg.successors(block) {
-                    if lp.contains(succ) && seen.insert(succ) {
-                        work.push_back(succ);
-                    }
+        let enqueue_successors = |block, work: &mut VecDeque<_>, seen: &mut HashSet<_>| {
+            for succ in cfg.successors(block) {
+                if lp.contains(succ) && seen.insert(succ) {
+                    work.push_back(succ);
                 }
-            };
+            }
+        };
         if blocked_after_load.is_none() {
             enqueue_successors(start, &mut work, &mut seen);
         }
@@ -2031,13 +2030,12 @@ mod tests {
         assert!(!is_sentinel(0xffff, 32, Some(128)));
     }
 
-    /// Where polls share walks (a function with no acquire load or atomic), each poll gets the
-    /// reads that a walk of its own gives, on every function of every compiled fixture, whether
-    /// its walk was made for it or for an earlier poll that exits to the same block.
-    #[test]
-    fn a_shared_walk_gives_each_poll_the_reads_of_its_own_walk() {
+    /// Calls `check` with every function of every compiled fixture (PTX, SASS text and JSON),
+    /// its file and whether it is SASS.
+    fn each_compiled_function(
+        mut check: impl FnMut(&std::path::Path, &fencelint_ir::Function, bool),
+    ) {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/compiled");
-        let (mut polls, mut reused) = (0usize, 0usize);
         let mut folders: Vec<_> =
             std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).collect();
         folders.sort();
@@ -2057,30 +2055,41 @@ mod tests {
                 for module in &lowered.modules {
                     let sass = module.dialect == Some(Dialect::Sass);
                     for func in &module.functions {
-                        let analysis = FunctionAnalysis::new(func);
-                        let mut shared = Walks::new(&analysis);
-                        if !shared.shared {
-                            continue;
-                        }
-                        for lp in analysis.loops() {
-                            for poll in polls_of(&analysis, lp, sass, &lp.exits) {
-                                let walked = shared.reads.len();
-                                let together = unordered_reads(&analysis, lp, &poll, &mut shared);
-                                reused += usize::from(shared.reads.len() == walked);
-                                let mut alone = Walks {
-                                    shared: false,
-                                    emulated: shared.emulated.clone(),
-                                    reads: BTreeMap::new(),
-                                };
-                                let own = unordered_reads(&analysis, lp, &poll, &mut alone);
-                                assert_eq!(together, own, "{} {}", path.display(), func.name);
-                                polls += 1;
-                            }
-                        }
+                        check(&path, func, sass);
                     }
                 }
             }
         }
+    }
+
+    /// Where polls share walks (a function with no acquire load or atomic), each poll gets the
+    /// reads that a walk of its own gives, on every function of every compiled fixture, whether
+    /// its walk was made for it or for an earlier poll that exits to the same block.
+    #[test]
+    fn a_shared_walk_gives_each_poll_the_reads_of_its_own_walk() {
+        let (mut polls, mut reused) = (0usize, 0usize);
+        each_compiled_function(|path, func, sass| {
+            let analysis = FunctionAnalysis::new(func);
+            let mut shared = Walks::new(&analysis);
+            if !shared.shared {
+                return;
+            }
+            for lp in analysis.loops() {
+                for poll in polls_of(&analysis, lp, sass, &lp.exits) {
+                    let walked = shared.reads.len();
+                    let together = unordered_reads(&analysis, lp, &poll, &mut shared);
+                    reused += usize::from(shared.reads.len() == walked);
+                    let mut alone = Walks {
+                        shared: false,
+                        emulated: shared.emulated.clone(),
+                        reads: BTreeMap::new(),
+                    };
+                    let own = unordered_reads(&analysis, lp, &poll, &mut alone);
+                    assert_eq!(together, own, "{} {}", path.display(), func.name);
+                    polls += 1;
+                }
+            }
+        });
         assert!(polls > 100 && reused > 10, "{polls} polls, {reused} walks reused");
     }
 
@@ -2089,62 +2098,38 @@ mod tests {
     /// loop, at every scope, in every compiled fixture.
     #[test]
     fn one_walk_per_read_answers_as_one_walk_per_exit() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/compiled");
         let mut asked = 0usize;
-        let mut folders: Vec<_> =
-            std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).collect();
-        folders.sort();
-        for folder in folders.into_iter().filter(|p| p.is_dir()) {
-            let mut files: Vec<_> =
-                std::fs::read_dir(&folder).unwrap().map(|e| e.unwrap().path()).collect();
-            files.sort();
-            for path in files {
-                let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-                if !matches!(ext, "ptx" | "sass" | "json") {
-                    continue;
-                }
-                let text = std::fs::read_to_string(&path).unwrap();
-                let kind =
-                    fencelint_lower::detect(&text).unwrap_or(fencelint_lower::InputKind::Ptx);
-                let lowered = fencelint_lower::lower(fencelint_source::FileId(0), &text, kind, 0);
-                for func in lowered.modules.iter().flat_map(|m| &m.functions) {
-                    let analysis = FunctionAnalysis::new(func);
-                    for lp in analysis.loops() {
-                        let branches: Vec<InstId> = lp
-                            .blocks
-                            .iter()
-                            .map(|&b| analysis.cfg.block(b).last())
-                            .filter(|&id| func.inst(id).guard.is_some())
-                            .collect();
-                        let reads = lp
-                            .memory_insts(&analysis)
-                            .filter(|&id| func.inst(id).kind.reads_memory());
-                        for load in reads {
-                            for required in [Scope::Cta, Scope::Gpu, Scope::Sys] {
-                                let one = Unacquired::walk(&analysis, lp, load, required);
-                                for &branch in &branches {
-                                    let walked = analysis.reaches_avoiding_memory(
-                                        Point::After(load),
-                                        branch,
-                                        |block| lp.contains(block),
-                                        |id| is_acquire(&analysis, id, load, required),
-                                    );
-                                    let answered = one.reaches(&analysis, load, required, branch);
-                                    assert_eq!(
-                                        answered,
-                                        walked,
-                                        "{} {} {load:?} {branch:?}",
-                                        path.display(),
-                                        func.name
-                                    );
-                                    asked += 1;
-                                }
-                            }
+        each_compiled_function(|path, func, _| {
+            let analysis = FunctionAnalysis::new(func);
+            for lp in analysis.loops() {
+                let branches: Vec<InstId> = lp
+                    .blocks
+                    .iter()
+                    .map(|&b| analysis.cfg.block(b).last())
+                    .filter(|&id| func.inst(id).guard.is_some())
+                    .collect();
+                let reads =
+                    lp.memory_insts(&analysis).filter(|&id| func.inst(id).kind.reads_memory());
+                for load in reads {
+                    for required in [Scope::Cta, Scope::Gpu, Scope::Sys] {
+                        let one = Unacquired::walk(&analysis, lp, load, required);
+                        for &branch in &branches {
+                            let walked = analysis.reaches_avoiding_memory(
+                                Point::After(load),
+                                branch,
+                                |block| lp.contains(block),
+                                |id| is_acquire(&analysis, id, load, required),
+                            );
+                            let answered = one.reaches(&analysis, load, required, branch);
+                            let at =
+                                format!("{} {} {load:?} {branch:?}", path.display(), func.name);
+                            assert_eq!(answered, walked, "{at}");
+                            asked += 1;
                         }
                     }
                 }
             }
-        }
+        });
         assert!(asked > 10_000, "{asked} questions");
     }
 }
