@@ -193,6 +193,18 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         diagnostics.push(input_error(file, 0, &problem.message));
     }
 
+    // Standard input and pipes are read up to the streaming size: longer listings are linted as
+    // they are read, anything else is read whole here.
+    let (piped, paths): (Vec<InputPath>, Vec<InputPath>) =
+        paths.into_iter().partition(|input| inputs::is_piped(&input.path));
+    let mut piped_whole = Vec::new();
+    let mut piped_listings = Vec::new();
+    for input in piped {
+        match inputs::read_piped(&input, stream::thresholds().0) {
+            inputs::Piped::Whole(read) => piped_whole.push((input, read)),
+            inputs::Piped::Listing(reader) => piped_listings.push((input, reader)),
+        }
+    }
     // Listings too large to hold are linted as they are read, function by function.
     let (streamed, paths): (Vec<InputPath>, Vec<InputPath>) =
         paths.into_iter().partition(|input| stream::should_stream(&input.path));
@@ -221,35 +233,23 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
             },
         };
         n_streamed_functions += output.functions;
-        if let Some((offset, message)) = output.error {
-            let base = fencelint_source::Excerpt { line: 0, column: 0, offset };
-            let file = db.add_excerpt(name.clone(), String::new(), base);
-            diagnostics.push(input_error(file, 0, &message));
-        }
-        for found in output.findings {
-            let ids: Vec<FileId> = found
-                .snippets
-                .into_iter()
-                .map(|snippet| db.add_excerpt(name.clone(), snippet.text, snippet.base))
-                .collect();
-            for mut diagnostic in found.diagnostics {
-                diagnostic.primary.file = ids[diagnostic.primary.file.0 as usize];
-                for label in &mut diagnostic.secondary {
-                    label.file = ids[label.file.0 as usize];
-                }
-                diagnostics.push(diagnostic);
-            }
-        }
+        add_streamed(&mut db, &mut diagnostics, &name, output);
+    }
+    for (input, reader) in piped_listings {
+        n_files += 1;
+        let output = stream::lint_listing(reader, &settings, workers);
+        n_streamed_functions += output.functions;
+        add_streamed(&mut db, &mut diagnostics, &display_path(&input), output);
     }
 
     let read: Vec<_> = paths.par_iter().map(inputs::read).collect();
     let mut jobs = Vec::new();
-    for (input, read) in paths.iter().zip(read) {
+    for (input, read) in paths.into_iter().zip(read).chain(piped_whole) {
         if read.kind.is_none() && read.fatal.is_none() {
             continue; // a `.json` found in a directory that is not disassembly
         }
         n_files += 1;
-        let file = db.add(display_path(input), read.text);
+        let file = db.add(display_path(&input), read.text);
         if let Some((at, message)) = read.fatal {
             diagnostics.push(input_error(file, at, &message));
             continue;
@@ -467,7 +467,39 @@ fn input_error(file: FileId, at: u32, message: &str) -> Diagnostic {
 }
 
 fn display_path(input: &InputPath) -> String {
+    if inputs::is_stdin(&input.path) {
+        return "<stdin>".to_owned();
+    }
     input.path.display().to_string()
+}
+
+/// Adds what a streamed listing gave: its read error and its findings, each with the lines of
+/// the listing it points at.
+fn add_streamed(
+    db: &mut SourceDb,
+    diagnostics: &mut Vec<Diagnostic>,
+    name: &str,
+    output: stream::StreamOutput,
+) {
+    if let Some((offset, message)) = output.error {
+        let base = fencelint_source::Excerpt { line: 0, column: 0, offset };
+        let file = db.add_excerpt(name.to_owned(), String::new(), base);
+        diagnostics.push(input_error(file, 0, &message));
+    }
+    for found in output.findings {
+        let ids: Vec<FileId> = found
+            .snippets
+            .into_iter()
+            .map(|snippet| db.add_excerpt(name.to_owned(), snippet.text, snippet.base))
+            .collect();
+        for mut diagnostic in found.diagnostics {
+            diagnostic.primary.file = ids[diagnostic.primary.file.0 as usize];
+            for label in &mut diagnostic.secondary {
+                label.file = ids[label.file.0 as usize];
+            }
+            diagnostics.push(diagnostic);
+        }
+    }
 }
 
 fn plural(n: usize) -> &'static str {

@@ -23,11 +23,30 @@ pub(crate) struct InputProblem {
     pub message: String,
 }
 
+/// The path that names standard input on the command line.
+pub(crate) const STDIN: &str = "-";
+
+/// Whether `path` names standard input (`-`).
+pub(crate) fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == STDIN
+}
+
+/// Whether an input is read as a stream whose length is not known before its end: standard
+/// input (`-`), or a pipe, FIFO or device named on the command line (`/dev/stdin` when it is a
+/// pipe, `<(nvdisasm -c x.cubin)`).
+pub(crate) fn is_piped(path: &Path) -> bool {
+    is_stdin(path) || fs::metadata(path).is_ok_and(|meta| !meta.is_file() && !meta.is_dir())
+}
+
 /// Expands files and directories into a sorted, de-duplicated list of inputs.
 pub(crate) fn collect(paths: &[PathBuf]) -> (Vec<InputPath>, Vec<InputProblem>) {
     let mut out = BTreeSet::new();
     let mut problems = Vec::new();
     for path in paths {
+        if is_stdin(path) {
+            out.insert(InputPath { path: path.clone(), explicit: true });
+            continue;
+        }
         match fs::metadata(path) {
             Ok(meta) if meta.is_dir() => {
                 let mut visited = BTreeSet::new();
@@ -141,6 +160,62 @@ pub(crate) fn read(input: &InputPath) -> ReadInput {
         }
     };
     classify(&input.path, bytes, input.explicit)
+}
+
+/// A piped input (see [`is_piped`]) after its first bytes were read.
+pub(crate) enum Piped {
+    /// The whole input, read: it ended before `min` bytes, or it is not a SASS listing (PTX is
+    /// lowered whole).
+    Whole(ReadInput),
+    /// A SASS listing of `min` bytes or more: the bytes read so far, then the rest of the
+    /// stream, to be linted as it is read (`stream::lint_listing`) in bounded memory.
+    Listing(Box<dyn std::io::BufRead>),
+}
+
+/// Reads a piped input up to `min` bytes and decides how to lint it: a longer SASS listing is
+/// streamed (a `cuobjdump -sass` of a large cubin piped in is gigabytes), anything else is read
+/// whole.
+pub(crate) fn read_piped(input: &InputPath, min: u64) -> Piped {
+    use std::io::Read;
+    // The first 64 KiB tell a listing (as for a file, `stream::should_stream`).
+    const DETECT: usize = 64 << 10;
+    let failed = |err: std::io::Error| {
+        Piped::Whole(ReadInput {
+            text: String::new(),
+            kind: None,
+            fatal: Some((0, format!("cannot read file: {err}"))),
+            warning: None,
+        })
+    };
+    let mut source: Box<dyn Read> = if is_stdin(&input.path) {
+        Box::new(std::io::stdin())
+    } else {
+        match fs::File::open(&input.path) {
+            Ok(file) => Box::new(file),
+            Err(err) => return failed(err),
+        }
+    };
+    let mut head = Vec::new();
+    if let Err(err) = source.by_ref().take(min.max(DETECT as u64)).read_to_end(&mut head) {
+        return failed(err);
+    }
+    if (head.len() as u64) < min {
+        return Piped::Whole(classify(&input.path, head, input.explicit));
+    }
+    let first = &head[..head.len().min(DETECT)];
+    let listing = !first.contains(&0)
+        && matches!(
+            fencelint_linter::detect(&String::from_utf8_lossy(first)),
+            Some(InputKind::Sass(_))
+        );
+    if listing {
+        let rest = std::io::Cursor::new(head).chain(source);
+        return Piped::Listing(Box::new(std::io::BufReader::with_capacity(1 << 20, rest)));
+    }
+    if let Err(err) = source.read_to_end(&mut head) {
+        return failed(err);
+    }
+    Piped::Whole(classify(&input.path, head, input.explicit))
 }
 
 pub(crate) fn classify(path: &Path, bytes: Vec<u8>, explicit: bool) -> ReadInput {

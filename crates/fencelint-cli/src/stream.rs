@@ -29,16 +29,20 @@ pub(crate) const STREAM_MIN: u64 = 8 << 20;
 /// streamed), and the findings are the same either way.
 pub(crate) const JSON_STREAM_MIN: u64 = 1 << 20;
 
+/// The sizes from which text and JSON listings are streamed: [`STREAM_MIN`] and
+/// [`JSON_STREAM_MIN`], or both `FENCELINT_STREAM_MIN` (bytes), for tests and measurements.
+pub(crate) fn thresholds() -> (u64, u64) {
+    match std::env::var("FENCELINT_STREAM_MIN").ok().and_then(|v| v.parse().ok()) {
+        Some(min) => (min, min),
+        None => (STREAM_MIN, JSON_STREAM_MIN),
+    }
+}
+
 /// Whether the file at `path` is a SASS listing to stream.
 pub(crate) fn should_stream(path: &std::path::Path) -> bool {
     use std::io::Read;
     let Ok(meta) = std::fs::metadata(path) else { return false };
-    // `FENCELINT_STREAM_MIN` (bytes) moves both thresholds, for tests and measurements.
-    let (min, json_min) =
-        match std::env::var("FENCELINT_STREAM_MIN").ok().and_then(|v| v.parse().ok()) {
-            Some(min) => (min, min),
-            None => (STREAM_MIN, JSON_STREAM_MIN),
-        };
+    let (min, json_min) = thresholds();
     if !meta.is_file() || meta.len() < min.min(json_min) {
         return false;
     }
@@ -83,7 +87,7 @@ struct Found {
     functions: AtomicUsize,
     excerpts: Mutex<Vec<(usize, Excerpted)>>,
     /// The functions that call others by name, with those names ([`follow_calls`]).
-    calls: Mutex<Vec<(usize, Vec<String>)>>,
+    calls: Mutex<Vec<Caller>>,
     /// The functions with no instruction that touches memory other threads see or orders it
     /// (`fencelint_linter::LintOutput::shares_memory`): calls of them are not followed.
     private: Mutex<Vec<usize>>,
@@ -122,47 +126,63 @@ impl Found {
 }
 
 /// Lints the SASS text listing that `reader` yields on `workers` threads besides the reading
-/// one.
+/// one. Functions are not held once linted, except those that a call by name may need again
+/// ([`Keep`]): once all are linted, the callers are linted again with what they call
+/// ([`follow_calls`]).
 pub(crate) fn lint_listing<R: BufRead>(
     reader: R,
     settings: &Settings,
     workers: usize,
 ) -> StreamOutput {
-    let (sender, receiver) = sync_channel::<(usize, SassChunk)>(workers * 4);
+    let (sender, receiver) = sync_channel::<(usize, SassChunk, Reserved)>(workers * 4);
     let receiver = Mutex::new(receiver);
     // Texts go back to the splitter once linted, to be read into again.
     let (recycle, recycled) = channel::<String>();
     let found = Found::default();
+    let keep = Keep::new(linking::budget(0));
     let mut error = None;
+    let mut offset = 0;
     std::thread::scope(|scope| {
-        let (receiver, found) = (&receiver, &found);
+        let (receiver, found, keep) = (&receiver, &found, &keep);
         for _ in 0..workers.max(1) {
             let recycle = recycle.clone();
             scope.spawn(move || {
                 loop {
                     let next =
                         receiver.lock().unwrap_or_else(std::sync::PoisonError::into_inner).recv();
-                    let Ok((index, chunk)) = next else { break };
+                    let Ok((index, chunk, reserved)) = next else { break };
                     // A panic outside the rules (which the linter already guards) must neither
                     // stop this worker, which would leave the reader blocked on a full channel,
                     // nor pass silently.
-                    let function = chunk.function.clone();
                     let at = Excerpt {
                         line: u32::try_from(chunk.line).unwrap_or(u32::MAX),
                         column: u32::try_from(chunk.column).unwrap_or(u32::MAX),
                         offset: chunk.offset,
                     };
                     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        let (n, excerpt, text) = lint_chunk(chunk, settings);
-                        let _ = recycle.send(text);
-                        (n, excerpt)
+                        lint_chunk(&chunk, settings)
                     }));
+                    let function = chunk.function.clone();
+                    let result = result.map(|linted| {
+                        if !linted.shares {
+                            found
+                                .private
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .push(index);
+                        }
+                        let offered = (index, chunk, reserved);
+                        if let Some(text) = keep.offer(offered, linted.calls, linted.shares, found)
+                        {
+                            let _ = recycle.send(text);
+                        }
+                        (linted.functions, linted.excerpt)
+                    });
                     found.add(index, result, &function, at);
                 }
             });
         }
         drop(recycle);
-        let mut offset = 0;
         let mut splitter = FunctionSplitter::new(reader).with_target_lines();
         let mut index = 0;
         while let Some(chunk) = splitter.next() {
@@ -174,7 +194,8 @@ pub(crate) fn lint_listing<R: BufRead>(
                 Ok(chunk) => {
                     offset =
                         chunk.offset + (chunk.text.len() as u64 - u64::from(chunk.target_line));
-                    if sender.send((index, chunk)).is_err() {
+                    let reserved = keep.reserve(&chunk);
+                    if sender.send((index, chunk, reserved)).is_err() {
                         break;
                     }
                 }
@@ -186,7 +207,129 @@ pub(crate) fn lint_listing<R: BufRead>(
         }
         drop(sender);
     });
+    let Keep { kept, left_out, .. } = keep;
+    let mut kept = kept.into_inner().unwrap_or_else(PoisonError::into_inner);
+    kept.sort_unstable_by_key(|(index, _)| *index);
+    let left_out = left_out.into_inner().unwrap_or_else(PoisonError::into_inner);
+    let views: Vec<Kept<'_>> = kept
+        .iter()
+        .map(|(index, chunk)| Kept {
+            index: *index,
+            text: &chunk.text[chunk.target_line as usize..],
+            function: &chunk.function,
+            arch: chunk.arch,
+            binary: chunk.binary.as_deref(),
+            format: chunk.format,
+            line: chunk.line,
+            offset: chunk.offset,
+        })
+        .collect();
+    let listing_len = usize::try_from(offset).unwrap_or(usize::MAX);
+    let is_left_out = |key: &Key| left_out.contains(key);
+    follow_calls(&views, listing_len, &|_| (), &is_left_out, &found, settings, workers);
     found.into_output(error)
+}
+
+/// The functions of a listing streamed from a reader that [`follow_calls`] may read again,
+/// kept as they are linted up to a budget of text: in nvdisasm text (the only listing that
+/// names the functions it calls), those that are not kernels (what a call can name) and those
+/// whose text has a `CALL`. What is kept is decided on the reading thread, in file order, so
+/// that the same input keeps the same functions however the workers run.
+struct Keep {
+    kept: Mutex<Vec<(usize, SassChunk)>>,
+    /// The keys of the functions that a call could name, that matter to their callers (they
+    /// touch memory other threads see, or call others), and that were not kept.
+    left_out: Mutex<std::collections::HashSet<Key>>,
+    /// Bytes of text that may still be kept (written by the reading thread only).
+    room: AtomicUsize,
+}
+
+/// What [`Keep::reserve`] decided for a function.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reserved {
+    /// A kernel with no `CALL`, JSON, cuobjdump text (whose calls name no callee), or text with
+    /// bytes that were not UTF-8 (replaced, so no longer at the file's offsets).
+    NotWanted,
+    Kept,
+    /// Wanted, but the budget was spent.
+    NoRoom,
+}
+
+impl Keep {
+    fn new(budget: usize) -> Self {
+        Self { kept: Mutex::default(), left_out: Mutex::default(), room: AtomicUsize::new(budget) }
+    }
+
+    /// On the reading thread, in file order: whether to keep `chunk` once it is linted.
+    fn reserve(&self, chunk: &SassChunk) -> Reserved {
+        let own = &chunk.text[chunk.target_line as usize..];
+        let wanted = chunk.format == SassFormat::NvdisasmText
+            && chunk.invalid_utf8.is_none()
+            && (memchr::memmem::find(own.as_bytes(), b"CALL").is_some() || !is_kernel_text(own));
+        if !wanted {
+            return Reserved::NotWanted;
+        }
+        let room = self.room.load(Ordering::Relaxed);
+        match room.checked_sub(own.len()) {
+            Some(left) => {
+                self.room.store(left, Ordering::Relaxed);
+                Reserved::Kept
+            }
+            None => Reserved::NoRoom,
+        }
+    }
+
+    /// Keeps the function `index` if it was reserved; records its calls in `found`. Gives back
+    /// the text when it was not kept.
+    fn offer(
+        &self,
+        (index, chunk, reserved): (usize, SassChunk, Reserved),
+        calls: Vec<String>,
+        shares: bool,
+        found: &Found,
+    ) -> Option<String> {
+        let calls_others = !calls.is_empty();
+        if calls_others {
+            let unkept = (reserved != Reserved::Kept).then(|| Unkept {
+                function: chunk.function.clone(),
+                base: Excerpt {
+                    line: u32::try_from(chunk.line).unwrap_or(u32::MAX),
+                    column: 0,
+                    offset: chunk.offset,
+                },
+                arch: chunk.arch,
+                binary: chunk.binary.clone(),
+            });
+            let caller = Caller { index, names: calls, unkept };
+            found.calls.lock().unwrap_or_else(PoisonError::into_inner).push(caller);
+        }
+        match reserved {
+            Reserved::Kept => {
+                // A text read into a recycled buffer has the capacity of the largest function
+                // read into it before: only the text is kept.
+                let mut chunk = chunk;
+                chunk.text.shrink_to_fit();
+                self.kept.lock().unwrap_or_else(PoisonError::into_inner).push((index, chunk));
+                None
+            }
+            Reserved::NoRoom
+                if (shares || calls_others)
+                    && !is_kernel_text(&chunk.text[chunk.target_line as usize..]) =>
+            {
+                let key = (chunk.function.clone(), chunk.arch, chunk.binary.clone());
+                self.left_out.lock().unwrap_or_else(PoisonError::into_inner).insert(key);
+                Some(chunk.text)
+            }
+            _ => Some(chunk.text),
+        }
+    }
+}
+
+/// Whether a function of an nvdisasm text listing is a kernel: its header, before the first
+/// instruction, says `STO_CUDA_ENTRY` (as `fencelint_lower` reads it).
+fn is_kernel_text(text: &str) -> bool {
+    let header = memchr::memmem::find(text.as_bytes(), b"/*").map_or(text, |end| &text[..end]);
+    header.contains("STO_CUDA_ENTRY")
 }
 
 /// Lints a SASS text listing in a regular file through a read-only memory map. Nothing is
@@ -249,11 +392,8 @@ pub(crate) fn lint_mapped(
                     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         let (n, excerpt, calls, shares) = lint_text_chunk(&chunk, at, settings);
                         if !calls.is_empty() {
-                            found
-                                .calls
-                                .lock()
-                                .unwrap_or_else(PoisonError::into_inner)
-                                .push((index, calls));
+                            let caller = Caller { index, names: calls, unkept: None };
+                            found.calls.lock().unwrap_or_else(PoisonError::into_inner).push(caller);
                         }
                         if !shares {
                             found
@@ -284,7 +424,23 @@ pub(crate) fn lint_mapped(
         cut
     });
     cut?;
-    follow_calls(&cut_out, bytes.len(), &release, &found, settings, workers);
+    let kept: Vec<Kept<'_>> = cut_out
+        .iter()
+        .enumerate()
+        .map(|(index, chunk)| Kept {
+            index,
+            text: chunk.text(),
+            function: chunk.function,
+            arch: chunk.arch,
+            binary: chunk.binary,
+            format: chunk.format,
+            line: chunk.line,
+            offset: u64::from(chunk.range.start),
+        })
+        .collect();
+    let release_kept = |p: usize| release(cut_out[p].range.to_usize());
+    let left_out = |_: &Key| false;
+    follow_calls(&kept, bytes.len(), &release_kept, &left_out, &found, settings, workers);
     Some(found.into_output(None))
 }
 
@@ -292,7 +448,56 @@ pub(crate) fn lint_mapped(
 /// `k`-th function a finding's labels point into.
 const MARK: u32 = u32::MAX - 2;
 
-/// Lints each function of a mapped listing that calls others by name again, together with the
+/// A function of a listing as [`follow_calls`] reads it again: from the map, or the text that
+/// [`lint_listing`] kept.
+#[derive(Clone, Copy)]
+struct Kept<'a> {
+    /// The function's place in the listing (the index its findings are kept under).
+    index: usize,
+    /// The function's own text (no `.target` line in front).
+    text: &'a str,
+    function: &'a str,
+    arch: Option<fencelint_sass::Arch>,
+    binary: Option<&'a str>,
+    format: SassFormat,
+    /// The 0-based line and the byte offset of the listing where `text` starts.
+    line: u64,
+    offset: u64,
+}
+
+impl Kept<'_> {
+    fn base(&self) -> Excerpt {
+        Excerpt {
+            line: u32::try_from(self.line).unwrap_or(u32::MAX),
+            column: 0,
+            offset: self.offset,
+        }
+    }
+}
+
+/// A function that calls others by name, as a worker found it: its place in the listing and
+/// the names it calls.
+struct Caller {
+    index: usize,
+    names: Vec<String>,
+    /// For a function whose text [`lint_listing`] did not keep (the mapped path keeps every
+    /// function): what [`follow_calls`] says about it.
+    unkept: Option<Unkept>,
+}
+
+/// A function that calls others by name and whose text was not kept.
+struct Unkept {
+    function: String,
+    /// Where it starts in the listing.
+    base: Excerpt,
+    arch: Option<fencelint_sass::Arch>,
+    binary: Option<String>,
+}
+
+/// What identifies a function that a call names: its name, architecture and fat-binary entry.
+type Key = (String, Option<fencelint_sass::Arch>, Option<String>);
+
+/// Lints each function of a listing that calls others by name again, together with the
 /// functions it calls, directly or not, so that the calls are followed into their code
 /// (`fencelint_lower`'s linking of named calls, [`linking`]); its findings then replace those
 /// of linting it alone. As for a large cubin ([`super::binary`]), a function keeps the findings
@@ -300,15 +505,21 @@ const MARK: u32 = u32::MAX - 2;
 /// callee's code that the callee shows alone is left to the callee. A callee is looked for
 /// among the functions of the same cubin (architecture and fat-binary entry), the nearest in
 /// the file first.
+///
+/// `kept` are the functions whose text can be read again, in listing order; `release(p)` gives
+/// back what reading `kept[p]` mapped. `left_out(key)` says whether the listing has a function
+/// of that key that is not among `kept` (a streamed listing keeps callable functions up to a
+/// budget): a caller that names one is not linted again and says so, as is a caller whose own
+/// text was not kept.
 fn follow_calls(
-    chunks: &[fencelint_sass::TextChunk<'_>],
-    listing_len: usize,
-    release: &(dyn Fn(std::ops::Range<usize>) + Sync),
+    kept: &[Kept<'_>],
+    budget_of_listing: usize,
+    release: &(dyn Fn(usize) + Sync),
+    left_out: &dyn Fn(&Key) -> bool,
     found: &Found,
     settings: &Settings,
     workers: usize,
 ) {
-    type Key = (String, Option<fencelint_sass::Arch>, Option<String>);
     let calls = std::mem::take(&mut *found.calls.lock().unwrap_or_else(PoisonError::into_inner));
     if calls.is_empty() {
         return;
@@ -316,37 +527,74 @@ fn follow_calls(
     // Every function's name, copied: reading it in the map maps its page again (and the pages
     // around it), so each is given back at once; else the names of NCCL's 905 functions kept
     // 320 MB of its 476 MB nvdisasm listing mapped to the end.
-    let key = |chunk: &fencelint_sass::TextChunk<'_>| -> Key {
-        (chunk.function.to_owned(), chunk.arch, chunk.binary.map(str::to_owned))
+    let key = |piece: &Kept<'_>| -> Key {
+        (piece.function.to_owned(), piece.arch, piece.binary.map(str::to_owned))
     };
     let mut by_name: HashMap<Key, Vec<usize>> = HashMap::new();
-    let mut keys: Vec<Key> = Vec::with_capacity(chunks.len());
-    for (index, chunk) in chunks.iter().enumerate() {
-        keys.push(key(chunk));
-        release(chunk.range.to_usize());
-        by_name.entry(keys[index].clone()).or_default().push(index);
+    let mut keys: Vec<Key> = Vec::with_capacity(kept.len());
+    for (p, piece) in kept.iter().enumerate() {
+        keys.push(key(piece));
+        release(p);
+        by_name.entry(keys[p].clone()).or_default().push(p);
     }
+    let position = |index: usize| kept.binary_search_by_key(&index, |piece| piece.index).ok();
+    // The functions that neither touch memory other threads see, nor order it, nor call
+    // others by name, by index.
+    let calling: std::collections::HashSet<usize> = calls.iter().map(|c| c.index).collect();
+    let mut private =
+        std::mem::take(&mut *found.private.lock().unwrap_or_else(PoisonError::into_inner));
+    private.retain(|index| !calling.contains(index));
+    private.sort_unstable();
+    let budget = linking::budget(budget_of_listing);
+    // Callers that cannot be linted again with all they call: the budget was spent keeping them.
+    let mut incomplete: Vec<(usize, String, Excerpt)> = Vec::new();
     let mut callees: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-    for (caller, names) in calls {
-        let (_, arch, binary) = &keys[caller];
-        let resolved: Vec<usize> = names
+    // Kept callers that name a function that was not kept: neither they nor those that call
+    // them are linted again.
+    let mut names_left_out: std::collections::HashSet<usize> = std::collections::HashSet::new();
+    for caller in calls {
+        let Some(p) = position(caller.index) else {
+            // Not kept: it is left out only if it names a function of the listing that could
+            // change what it shows (one that touches memory other threads see, or calls).
+            let Some(unkept) = caller.unkept else { continue };
+            let names = |k: &Key| {
+                left_out(k)
+                    || by_name.get(k).is_some_and(|found| {
+                        found.iter().any(|&p| private.binary_search(&kept[p].index).is_err())
+                    })
+            };
+            let key = |name| (name, unkept.arch, unkept.binary.clone());
+            if caller.names.into_iter().any(|name| names(&key(name))) {
+                incomplete.push((caller.index, unkept.function, unkept.base));
+            }
+            continue;
+        };
+        let (_, arch, binary) = &keys[p];
+        let mut missing = false;
+        let resolved: Vec<usize> = caller
+            .names
             .into_iter()
             .filter_map(|name| {
-                let found = by_name.get(&(name, *arch, binary.clone()))?;
-                found.iter().copied().filter(|&k| k != caller).min_by_key(|&k| k.abs_diff(caller))
+                let key = (name, *arch, binary.clone());
+                missing |= left_out(&key);
+                let found = by_name.get(&key)?;
+                found.iter().copied().filter(|&k| k != p).min_by_key(|&k| k.abs_diff(p))
             })
             .collect();
+        if missing {
+            names_left_out.insert(p);
+            if resolved.is_empty() {
+                incomplete.push((caller.index, kept[p].function.to_owned(), kept[p].base()));
+            }
+        }
         if !resolved.is_empty() {
-            callees.insert(caller, resolved);
+            callees.insert(p, resolved);
         }
     }
     // A callee that neither touches memory other threads see, nor orders, nor calls another
     // function (`__cuda_sm20_rem_u64`, the arithmetic helpers every large listing calls) cannot
     // change what its callers show: its callers are not linted again for it.
-    let mut private =
-        std::mem::take(&mut *found.private.lock().unwrap_or_else(PoisonError::into_inner));
-    private.retain(|k| !callees.contains_key(k));
-    private.sort_unstable();
+    let private: Vec<usize> = private.into_iter().filter_map(position).collect();
     for resolved in callees.values_mut() {
         resolved.retain(|k| private.binary_search(k).is_err());
     }
@@ -355,35 +603,39 @@ fn follow_calls(
     // budget lasts: the functions of a chain of calls would otherwise each be linted with all
     // those after them (2,000 small functions calling one another, 1.1 MB of listing: 34 s).
     let calls_of = |k: usize| callees.get(&k).map_or(&[][..], Vec::as_slice);
-    let size = |k: usize| chunks[k].range.len() as usize;
-    let mut budget = linking::budget(listing_len);
+    let size = |k: usize| kept[k].text.len();
+    let mut left = budget;
     let mut planned: Vec<Vec<usize>> = Vec::new();
-    let mut skipped: Vec<usize> = Vec::new();
     for &caller in callees.keys() {
         let closure =
             linking::closure(caller, calls_of(caller).iter().copied(), calls_of, size, |_| true);
         let parts: Vec<usize> = std::iter::once(caller).chain(closure).collect();
         let cost: usize = parts.iter().map(|&k| size(k)).sum();
-        if cost <= budget {
-            budget -= cost;
+        if cost <= left && !parts.iter().any(|k| names_left_out.contains(k)) {
+            left -= cost;
             planned.push(parts);
         } else {
-            skipped.push(caller);
+            incomplete.push((
+                kept[caller].index,
+                kept[caller].function.to_owned(),
+                kept[caller].base(),
+            ));
         }
     }
-    let linked_again: Vec<usize> = planned.iter().map(|parts| parts[0]).collect();
+    let mut linked_again: Vec<usize> = planned.iter().map(|parts| kept[parts[0]].index).collect();
+    linked_again.sort_unstable();
     // What each callee gives alone, once, to tell its own findings from a caller's.
     let alone: HashMap<usize, OnceLock<fencelint_linter::LintOutput>> =
         callees.values().flatten().map(|&k| (k, OnceLock::new())).collect();
     let alone_of = |k: usize| {
         alone[&k].get_or_init(|| {
-            let chunk = &chunks[k];
-            let kind = InputKind::Sass(chunk.format);
+            let piece = &kept[k];
+            let kind = InputKind::Sass(piece.format);
             fencelint_linter::lint_split_function(
                 PLACEHOLDER,
-                chunk.text(),
+                piece.text,
                 kind,
-                Split::Function(chunk.arch),
+                Split::Function(piece.arch),
                 settings,
                 None,
             )
@@ -392,27 +644,22 @@ fn follow_calls(
     let next = AtomicUsize::new(0);
     let relinted: Mutex<Vec<(usize, Excerpted)>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
-        for _ in 0..workers.max(1).min(linked_again.len()) {
+        for _ in 0..workers.max(1).min(planned.len()) {
             scope.spawn(|| {
                 while let Some(parts) = planned.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    let caller = parts[0];
+                    let caller = &kept[parts[0]];
                     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        linked(chunks, parts, settings, alone_of)
+                        linked(kept, parts, settings, alone_of)
                     }));
                     // Read from the map again: given back again (docs/performance.md).
                     for &k in parts {
-                        release(chunks[k].range.to_usize());
+                        release(k);
                     }
-                    let chunk = &chunks[caller];
-                    let at = Excerpt {
-                        line: u32::try_from(chunk.line).unwrap_or(u32::MAX),
-                        column: 0,
-                        offset: u64::from(chunk.range.start),
-                    };
-                    let excerpt = result.unwrap_or_else(|_| Some(crashed(chunk.function, at)));
+                    let excerpt =
+                        result.unwrap_or_else(|_| Some(crashed(caller.function, caller.base())));
                     if let Some(excerpt) = excerpt {
                         let mut relinted = relinted.lock().unwrap_or_else(PoisonError::into_inner);
-                        relinted.push((caller, excerpt));
+                        relinted.push((caller.index, excerpt));
                     }
                 }
             });
@@ -425,53 +672,42 @@ fn follow_calls(
     // The callers left out keep what linting them alone gave, and say so.
     let mut at_index: HashMap<usize, usize> =
         excerpts.iter().enumerate().map(|(at, (index, _))| (*index, at)).collect();
-    for caller in skipped {
-        let chunk = &chunks[caller];
-        let mut diagnostics = [linking::calls_not_followed(
-            chunk.function,
-            linking::budget(listing_len),
-            PLACEHOLDER,
-        )];
-        let base = Excerpt {
-            line: u32::try_from(chunk.line).unwrap_or(u32::MAX),
-            column: 0,
-            offset: u64::from(chunk.range.start),
-        };
-        let at = *at_index.entry(caller).or_insert_with(|| {
-            excerpts.push((caller, Excerpted { snippets: Vec::new(), diagnostics: Vec::new() }));
+    for (index, function, base) in incomplete {
+        let mut diagnostics = [linking::calls_not_followed(&function, budget, PLACEHOLDER)];
+        let at = *at_index.entry(index).or_insert_with(|| {
+            excerpts.push((index, Excerpted { snippets: Vec::new(), diagnostics: Vec::new() }));
             excerpts.len() - 1
         });
         let excerpt = &mut excerpts[at].1;
-        snippets::cut_into(
-            &mut excerpt.snippets,
-            chunk.text(),
-            base,
-            PLACEHOLDER,
-            &mut diagnostics,
-        );
+        // The label is at the function's first byte: its first line is cut out.
+        let first_line = match position(index) {
+            Some(p) => kept[p].text,
+            None => "",
+        };
+        snippets::cut_into(&mut excerpt.snippets, first_line, base, PLACEHOLDER, &mut diagnostics);
         excerpt.diagnostics.extend(diagnostics);
     }
 }
 
-/// A function of a mapped listing linted with the functions it calls ([`follow_calls`]):
-/// `parts` are the function and those, as indices into `chunks`. Its findings, cut out of its
-/// text and the callees' texts.
+/// A function of a listing linted with the functions it calls ([`follow_calls`]): `parts` are
+/// the function and those, as indices into `kept`. Its findings, cut out of its text and the
+/// callees' texts.
 fn linked<'c>(
-    chunks: &[fencelint_sass::TextChunk<'_>],
+    kept: &[Kept<'_>],
     parts: &[usize],
     settings: &Settings,
     alone: impl Fn(usize) -> &'c fencelint_linter::LintOutput,
 ) -> Option<Excerpted> {
-    let chunk = &chunks[parts[0]];
-    let texts: Vec<&str> = parts.iter().map(|&k| chunks[k].text()).collect();
-    let names: Vec<&str> = parts.iter().map(|&k| chunks[k].function).collect();
-    let kind = InputKind::Sass(chunk.format);
+    let caller = &kept[parts[0]];
+    let texts: Vec<&str> = parts.iter().map(|&k| kept[k].text).collect();
+    let names: Vec<&str> = parts.iter().map(|&k| kept[k].function).collect();
+    let kind = InputKind::Sass(caller.format);
     let lint = |text: &str| {
         fencelint_linter::lint_split_function(
             PLACEHOLDER,
             text,
             kind,
-            Split::Caller(chunk.arch),
+            Split::Caller(caller.arch),
             settings,
             None,
         )
@@ -499,14 +735,9 @@ fn linked<'c>(
     }
     let mut snippets = Vec::new();
     for (slot, &part) in pointed.iter().enumerate() {
-        let chunk = &chunks[parts[part]];
-        let base = Excerpt {
-            line: u32::try_from(chunk.line).unwrap_or(u32::MAX),
-            column: 0,
-            offset: u64::from(chunk.range.start),
-        };
+        let piece = &kept[parts[part]];
         let mark = FileId(MARK - slot as u32);
-        snippets::cut_into(&mut snippets, chunk.text(), base, mark, &mut diagnostics);
+        snippets::cut_into(&mut snippets, piece.text, piece.base(), mark, &mut diagnostics);
     }
     Some(Excerpted { snippets, diagnostics })
 }
@@ -571,10 +802,20 @@ fn crashed(function: &str, at: Excerpt) -> Excerpted {
     }
 }
 
-/// Lints one function, and gives its text back for reuse. The splitter put a `.target` line in front of a function whose
+/// What linting one function of a streamed listing gave.
+struct Linted {
+    functions: usize,
+    excerpt: Option<Excerpted>,
+    /// The functions it calls by name that its text does not hold.
+    calls: Vec<String>,
+    /// `fencelint_linter::LintOutput::shares_memory`.
+    shares: bool,
+}
+
+/// Lints one function. The splitter put a `.target` line in front of a function whose
 /// architecture the stream named, on the line before the function's own first line, so that
 /// lowering knows the architecture and every position still maps back to the file.
-fn lint_chunk(chunk: SassChunk, settings: &Settings) -> (usize, Option<Excerpted>, String) {
+fn lint_chunk(chunk: &SassChunk, settings: &Settings) -> Linted {
     let prefix = u64::from(chunk.target_line);
     let base = Excerpt {
         line: u32::try_from(chunk.line.saturating_sub(u64::from(prefix > 0))).unwrap_or(u32::MAX),
@@ -590,9 +831,8 @@ fn lint_chunk(chunk: SassChunk, settings: &Settings) -> (usize, Option<Excerpted
         drop(parsed);
         fencelint_linter::lint_lowered(lowered, settings)
     } else {
-        super::binary::lint_alone(&chunk, settings, None)
+        super::binary::lint_alone(chunk, settings, None)
     };
-    let text = chunk.text;
     // The splitter replaced bytes that are not UTF-8; say so, as the whole-file path does.
     if let Some(at) = chunk.invalid_utf8 {
         lint.diagnostics.push(Diagnostic::new(
@@ -603,11 +843,12 @@ fn lint_chunk(chunk: SassChunk, settings: &Settings) -> (usize, Option<Excerpted
             Label::new(PLACEHOLDER, TextRange::empty(at), ""),
         ));
     }
-    if lint.diagnostics.is_empty() {
-        return (lint.functions, None, text);
-    }
-    let snippets = snippets::cut(&text, base, PLACEHOLDER, &mut lint.diagnostics);
-    (lint.functions, Some(Excerpted { snippets, diagnostics: lint.diagnostics }), text)
+    let calls = std::mem::take(&mut lint.external_calls);
+    let excerpt = (!lint.diagnostics.is_empty()).then(|| {
+        let snippets = snippets::cut(&chunk.text, base, PLACEHOLDER, &mut lint.diagnostics);
+        Excerpted { snippets, diagnostics: lint.diagnostics }
+    });
+    Linted { functions: lint.functions, excerpt, calls, shares: lint.shares_memory }
 }
 
 #[cfg(test)]

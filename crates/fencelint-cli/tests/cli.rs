@@ -482,10 +482,22 @@ fn run_one(path: &Path) -> String {
 
 /// Runs `fencelint check --format json ARGS /dev/stdin` with `input` written to a pipe.
 fn check_piped(args: &[&str], input: Vec<u8>) -> std::process::Output {
+    check_piped_as("/dev/stdin", &[], args, input)
+}
+
+/// Runs `fencelint check --format json ARGS PATH`, `PATH` being `-` or `/dev/stdin`, with
+/// `input` written to a pipe on standard input and `env` set.
+fn check_piped_as(
+    path: &str,
+    env: &[(&str, &str)],
+    args: &[&str],
+    input: Vec<u8>,
+) -> std::process::Output {
     use std::io::Write;
     let mut child = common::command(&["check", "--format", "json"])
         .args(args)
-        .arg("/dev/stdin")
+        .arg(path)
+        .envs(env.iter().copied())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -518,8 +530,9 @@ fn findings(output: &std::process::Output) -> Vec<(String, u64, u64)> {
         .collect()
 }
 
-/// A listing read from a pipe is linted whole: the check for a binary's magic bytes once read
-/// the pipe's first eight bytes and the text was linted without them.
+/// A listing read from a pipe (under the streaming size) is linted whole: the check for a
+/// binary's magic bytes once read the pipe's first eight bytes and the text was linted without
+/// them.
 #[test]
 fn a_listing_from_a_pipe_is_read_whole() {
     for path in [
@@ -540,4 +553,184 @@ fn a_listing_from_a_pipe_is_read_whole() {
     let piped = check_piped(&[], cubin);
     assert_eq!(piped.status.code(), Some(2), "{}", stdout(&piped));
     assert!(stdout(&piped).contains("binaries are disassembled from a file: pass its path"));
+}
+
+/// `-` names standard input: the same findings as the file, under the name `<stdin>`; a binary
+/// piped in is an input error that says to pass its path.
+#[test]
+fn a_dash_reads_standard_input() {
+    for path in [
+        "fixtures/compiled/sm_90a/spin_poll.cuobjdump.sass",
+        "fixtures/compiled/sm_90a/spin_poll.nvdisasm.sass",
+        "fixtures/compiled/sm_90a/wgmma.nvdisasm.json",
+        "fixtures/compiled/sm_90a/spin_poll.ptx",
+    ] {
+        let by_path = fencelint(&["check", "--format", "json", path]);
+        let text = fs::read(repo().join(path)).expect("fixture");
+        let piped = check_piped_as("-", &[], &[], text);
+        assert_eq!(piped.status.code(), by_path.status.code(), "{path}: {}", stderr(&piped));
+        let expected = findings(&by_path);
+        assert!(!expected.is_empty(), "{path}: the fixture has findings");
+        assert_eq!(findings(&piped), expected, "{path}");
+        let doc: serde_json::Value = serde_json::from_slice(&piped.stdout).unwrap();
+        assert_eq!(doc["diagnostics"][0]["file"], "<stdin>", "{path}");
+    }
+    let cubin = fs::read(repo().join("fixtures/compiled/sm_90a/spin_poll.cubin")).expect("fixture");
+    let piped = check_piped_as("-", &[], &[], cubin);
+    assert_eq!(piped.status.code(), Some(2), "{}", stdout(&piped));
+    assert!(stdout(&piped).contains("binaries are disassembled from a file: pass its path"));
+    // Standard input and a file in one run: both are linted.
+    let text = fs::read(repo().join(BAD)).expect("fixture");
+    let both = check_piped_as("-", &[], &[GOOD], text);
+    assert_eq!(both.status.code(), Some(1), "{}", stderr(&both));
+    assert!(stderr(&both).contains("2 files"), "{}", stderr(&both));
+}
+
+/// A listing piped in from the streaming size on is linted as it is read, function by
+/// function, and calls by name are followed as in a streamed file: the callable functions and
+/// the callers are kept (up to the budget) and the callers linted again with their callees.
+/// With no budget, every caller says its calls were not followed.
+#[test]
+fn a_long_listing_from_a_pipe_is_streamed_and_follows_calls() {
+    let streamed = [("FENCELINT_STREAM_MIN", "1")];
+    let no_budget = [("FENCELINT_STREAM_MIN", "1"), ("FENCELINT_LINKED_BUDGET", "0")];
+    // Everything a finding says but the file's name.
+    let comparable = |out: &std::process::Output| -> Vec<String> {
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut found: Vec<String> = doc["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                let mut d = d.clone();
+                d.as_object_mut().unwrap().remove("file");
+                for related in d["related"].as_array_mut().into_iter().flatten() {
+                    related.as_object_mut().unwrap().remove("file");
+                }
+                d.to_string()
+            })
+            .collect();
+        found.sort();
+        found
+    };
+    for arch in ["sm_80", "sm_90a", "sm_100a", "sm_120"] {
+        let listing = format!("fixtures/compiled/{arch}/noinline_poll.rdc.nvdisasm.sass");
+        let text = fs::read(repo().join(&listing)).expect("fixture");
+        let args = ["--select", "all"];
+        let file = |env: &[(&str, &str)]| {
+            let mut command = common::command(&["check", "--format", "json", "--select", "all"]);
+            command.arg(&listing).envs(env.iter().copied()).output().unwrap()
+        };
+        let expected = comparable(&file(&streamed));
+        let piped = check_piped_as("-", &streamed, &args, text.clone());
+        assert_eq!(comparable(&piped), expected, "{arch}: {}", stderr(&piped));
+        // The streamed findings: a called function's own hazard is its own (read whole, the
+        // kernel that calls it owns it); the callers' findings through their callees are there.
+        assert_ne!(expected, comparable(&file(&[])), "{arch}");
+        assert_eq!(expected.len(), 6, "{arch}");
+        let piped = check_piped_as("-", &no_budget, &args, text);
+        let expected = comparable(&file(&no_budget));
+        assert_eq!(comparable(&piped), expected, "{arch}");
+        let incomplete = expected.iter().filter(|d| d.contains("analysis-incomplete")).count();
+        assert_eq!(incomplete, 8, "{arch}: {expected:?}");
+    }
+    // A cuobjdump listing names no callee: streamed from a pipe as from the file.
+    let listing = "fixtures/compiled/sm_90a/spin_poll.cuobjdump.sass";
+    let text = fs::read(repo().join(listing)).expect("fixture");
+    let by_path =
+        common::command(&["check", "--format", "json", listing]).envs(streamed).output().unwrap();
+    let piped = check_piped_as("-", &streamed, &[], text);
+    assert_eq!(comparable(&piped), comparable(&by_path));
+    assert!(!comparable(&piped).is_empty());
+}
+
+/// A listing piped in keeps the functions that calls may need up to a budget, in file order.
+/// Whatever the budget, each kernel either has its finding through the functions it calls or
+/// says that its calls were not followed, also when what is missing is a callee's callee; and
+/// the same input gives the same output. (Hand-written nvdisasm text: twelve kernels `k{i}`,
+/// each calling `c{i}`, which calls `d{i}`, which waits on a flag with a relaxed load; the
+/// kernel then reads data. The functions are in the order `c`, `k`, `d`.)
+#[test]
+fn a_piped_listing_past_its_budget_says_which_calls_were_not_followed() {
+    use std::fmt::Write as _;
+    let function = |text: &mut String, name: &str, kernel: bool, body: &str| {
+        let other = if kernel { "STO_CUDA_ENTRY STV_DEFAULT" } else { "STV_DEFAULT" };
+        write!(
+            text,
+            "//--------------------- .text.{name} --------------------------\n\
+             \t.section\t.text.{name},\"ax\",@progbits\n\
+             \x20       .other          {name},@\"{other}\"\n.text.{name}:\n{name}:\n{body}\n"
+        )
+        .unwrap();
+    };
+    let kernels = 12;
+    let mut text = String::from("\t.target\tsm_90a\n\n");
+    for i in 0..kernels {
+        let call = |callee: &str, then: &str| {
+            format!(
+                "        /*0000*/                   CALL.ABS.NOINC `({callee}) ;\n\
+                 \x20       /*0010*/                   {then} ;\n"
+            )
+        };
+        function(
+            &mut text,
+            &format!("c{i}"),
+            false,
+            &call(&format!("d{i}"), "RET.ABS.NODEC R20 0x0"),
+        );
+        let read = format!(
+            "{}        /*0020*/                   EXIT ;\n",
+            call(&format!("c{i}"), "LDG.E R6, desc[UR4][R8.64]")
+        );
+        function(&mut text, &format!("k{i}"), true, &read);
+        let wait = format!(
+            ".L_w_{i}:\n\
+             \x20       /*0000*/                   LDG.E.STRONG.GPU R4, desc[UR4][R2.64] ;\n\
+             \x20       /*0010*/                   ISETP.EQ.AND P0, PT, R4, RZ, PT ;\n\
+             \x20       /*0020*/              @P0 BRA `(.L_w_{i}) ;\n\
+             \x20       /*0030*/                   RET.ABS.NODEC R20 0x0 ;\n"
+        );
+        function(&mut text, &format!("d{i}"), false, &wait);
+    }
+    // Each kernel's outcome: "error" (its finding) or "warning" (calls not followed).
+    let outcomes = |budget: usize| -> (Vec<(String, String)>, Vec<u8>) {
+        let env = [("FENCELINT_STREAM_MIN", "1"), ("FENCELINT_LINKED_BUDGET", &budget.to_string())];
+        let out = check_piped_as("-", &env, &[], text.clone().into_bytes());
+        assert_ne!(out.status.code(), Some(2), "{}", stderr(&out));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut found: Vec<(String, String)> = doc["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                let text = |key: &str| d[key].as_str().unwrap_or_default().to_owned();
+                (text("kernel"), text("severity"))
+            })
+            // The functions `c{i}` call too, and say so when they are left out.
+            .filter(|(function, _)| function.starts_with('k'))
+            .collect();
+        found.sort();
+        (found, out.stdout)
+    };
+    let every_kernel: Vec<String> = {
+        let mut names: Vec<String> = (0..kernels).map(|i| format!("k{i}")).collect();
+        names.sort();
+        names
+    };
+    let mut partial = 0;
+    for budget in (0..=text.len()).step_by(97) {
+        let (found, stdout) = outcomes(budget);
+        let names: Vec<String> = found.iter().map(|(kernel, _)| kernel.clone()).collect();
+        assert_eq!(names, every_kernel, "budget {budget}: {found:?}");
+        let errors = found.iter().filter(|(_, severity)| severity == "error").count();
+        if errors > 0 && errors < kernels {
+            partial += 1;
+        }
+        assert_eq!(outcomes(budget).1, stdout, "budget {budget}: the same input, the same output");
+    }
+    assert!(partial > 10, "budgets that keep some of the functions: {partial}");
+    // With room for the whole listing and for linting each caller with its callees, every
+    // kernel has its finding.
+    let (found, _) = outcomes(10 * text.len());
+    assert!(found.iter().all(|(_, severity)| severity == "error"), "{found:?}");
 }
