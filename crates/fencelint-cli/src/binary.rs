@@ -1352,7 +1352,8 @@ fn lint_linked(
         Some(shown) => own == 0 && (at == 0 || !shown(at - 1, place, diagnostic)),
         None => true,
     };
-    let mut together = linking::lint_together(&texts, &names, PLACEHOLDER, lint, keep);
+    let mut together =
+        linking::lint_together(&texts, &names, linking::Joined::Lines, PLACEHOLDER, lint, keep);
     for (own, mut diagnostics) in std::mem::take(&mut together.groups) {
         // The functions the labels point into, the finding's own first, and where each one's
         // text starts in the excerpt.

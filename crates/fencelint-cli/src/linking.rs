@@ -72,8 +72,17 @@ impl Together {
     }
 }
 
-/// Lints the texts of several functions as one listing (`lint` gets the whole, each text ending
-/// in a line end; its labels are on `file`). A finding belongs to the function its `kernel`
+/// How the texts of functions are joined into one listing.
+#[derive(Clone, Copy)]
+pub(crate) enum Joined<'a> {
+    /// Text listings, one after another, each ending in a line end.
+    Lines,
+    /// nvdisasm JSON function objects, in a document whose metadata object is `metadata`.
+    JsonObjects { metadata: &'a str },
+}
+
+/// Lints the texts of several functions as one listing (`lint` gets the whole, joined as
+/// `joined` says; its labels are on `file`). A finding belongs to the function its `kernel`
 /// names (`names` gives each part's name), else to the one its primary label is in. `keep`
 /// chooses among those on `file`: it gets the function a finding belongs to and the one its
 /// primary label is in (indices into `texts`), and the label's range in that function's text.
@@ -81,17 +90,26 @@ impl Together {
 pub(crate) fn lint_together(
     texts: &[&str],
     names: &[&str],
+    joined: Joined<'_>,
     file: FileId,
     lint: impl FnOnce(&str) -> LintOutput,
     keep: impl Fn(usize, usize, TextRange, &Diagnostic) -> bool,
 ) -> Together {
-    let mut whole = String::with_capacity(texts.iter().map(|t| t.len() + 1).sum());
+    let mut whole = String::with_capacity(texts.iter().map(|t| t.len() + 2).sum::<usize>() + 64);
     let mut starts: Vec<u32> = Vec::with_capacity(texts.len());
-    for text in texts {
+    if let Joined::JsonObjects { metadata } = joined {
+        whole.push('[');
+        whole.push_str(metadata);
+        whole.push_str(",[\n");
+    }
+    for (k, text) in texts.iter().enumerate() {
         starts.push(u32::try_from(whole.len()).unwrap_or(u32::MAX));
         whole.push_str(text);
-        if !whole.ends_with('\n') {
-            whole.push('\n');
+        match joined {
+            Joined::Lines if !whole.ends_with('\n') => whole.push('\n'),
+            Joined::Lines => {}
+            Joined::JsonObjects { .. } if k + 1 < texts.len() => whole.push_str(",\n"),
+            Joined::JsonObjects { .. } => whole.push_str("\n]]\n"),
         }
     }
     let lint = lint(&whole);

@@ -221,6 +221,7 @@ pub(crate) fn lint_listing<R: BufRead>(
             binary: chunk.binary.as_deref(),
             format: chunk.format,
             line: chunk.line,
+            column: chunk.column,
             offset: chunk.offset,
         })
         .collect();
@@ -231,9 +232,9 @@ pub(crate) fn lint_listing<R: BufRead>(
 }
 
 /// The functions of a listing streamed from a reader that [`follow_calls`] may read again,
-/// kept as they are linted up to a budget of text: in nvdisasm text (the only listing that
-/// names the functions it calls), those that are not kernels (what a call can name) and those
-/// whose text has a `CALL`. What is kept is decided on the reading thread, in file order, so
+/// kept as they are linted up to a budget of text: in nvdisasm text, those that are not kernels
+/// (what a call can name) and those whose text has a `CALL`; in nvdisasm JSON, which does not
+/// mark kernels, every function (cuobjdump's calls name no callee). What is kept is decided on the reading thread, in file order, so
 /// that the same input keeps the same functions however the workers run.
 struct Keep {
     kept: Mutex<Vec<(usize, SassChunk)>>,
@@ -247,8 +248,8 @@ struct Keep {
 /// What [`Keep::reserve`] decided for a function.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Reserved {
-    /// A kernel with no `CALL`, JSON, cuobjdump text (whose calls name no callee), or text with
-    /// bytes that were not UTF-8 (replaced, so no longer at the file's offsets).
+    /// A kernel of nvdisasm text with no `CALL`, cuobjdump text (whose calls name no callee),
+    /// or text with bytes that were not UTF-8 (replaced, so no longer at the file's offsets).
     NotWanted,
     Kept,
     /// Wanted, but the budget was spent.
@@ -263,9 +264,15 @@ impl Keep {
     /// On the reading thread, in file order: whether to keep `chunk` once it is linted.
     fn reserve(&self, chunk: &SassChunk) -> Reserved {
         let own = &chunk.text[chunk.target_line as usize..];
-        let wanted = chunk.format == SassFormat::NvdisasmText
-            && chunk.invalid_utf8.is_none()
-            && (memchr::memmem::find(own.as_bytes(), b"CALL").is_some() || !is_kernel_text(own));
+        let wanted = chunk.invalid_utf8.is_none()
+            && match chunk.format {
+                SassFormat::NvdisasmText => {
+                    memchr::memmem::find(own.as_bytes(), b"CALL").is_some() || !is_kernel_text(own)
+                }
+                // JSON does not tell kernels from the functions they call.
+                SassFormat::NvdisasmJson => true,
+                SassFormat::CuobjdumpText => false,
+            };
         if !wanted {
             return Reserved::NotWanted;
         }
@@ -294,7 +301,7 @@ impl Keep {
                 function: chunk.function.clone(),
                 base: Excerpt {
                     line: u32::try_from(chunk.line).unwrap_or(u32::MAX),
-                    column: 0,
+                    column: u32::try_from(chunk.column).unwrap_or(u32::MAX),
                     offset: chunk.offset,
                 },
                 arch: chunk.arch,
@@ -435,6 +442,7 @@ pub(crate) fn lint_mapped(
             binary: chunk.binary,
             format: chunk.format,
             line: chunk.line,
+            column: 0,
             offset: u64::from(chunk.range.start),
         })
         .collect();
@@ -460,8 +468,10 @@ struct Kept<'a> {
     arch: Option<fencelint_sass::Arch>,
     binary: Option<&'a str>,
     format: SassFormat,
-    /// The 0-based line and the byte offset of the listing where `text` starts.
+    /// The 0-based line, character column and byte offset of the listing where `text` starts
+    /// (the column is 0 but for a JSON function object).
     line: u64,
+    column: u64,
     offset: u64,
 }
 
@@ -469,9 +479,24 @@ impl Kept<'_> {
     fn base(&self) -> Excerpt {
         Excerpt {
             line: u32::try_from(self.line).unwrap_or(u32::MAX),
-            column: 0,
+            column: u32::try_from(self.column).unwrap_or(u32::MAX),
             offset: self.offset,
         }
+    }
+
+    /// Lints the function alone, as the worker that cut it did.
+    fn lint_alone(&self, settings: &Settings) -> fencelint_linter::LintOutput {
+        if self.format == SassFormat::NvdisasmJson {
+            return lint_json_object(self.text, self.arch, settings);
+        }
+        fencelint_linter::lint_split_function(
+            PLACEHOLDER,
+            self.text,
+            InputKind::Sass(self.format),
+            Split::Function(self.arch),
+            settings,
+            None,
+        )
     }
 }
 
@@ -627,20 +652,7 @@ fn follow_calls(
     // What each callee gives alone, once, to tell its own findings from a caller's.
     let alone: HashMap<usize, OnceLock<fencelint_linter::LintOutput>> =
         callees.values().flatten().map(|&k| (k, OnceLock::new())).collect();
-    let alone_of = |k: usize| {
-        alone[&k].get_or_init(|| {
-            let piece = &kept[k];
-            let kind = InputKind::Sass(piece.format);
-            fencelint_linter::lint_split_function(
-                PLACEHOLDER,
-                piece.text,
-                kind,
-                Split::Function(piece.arch),
-                settings,
-                None,
-            )
-        })
-    };
+    let alone_of = |k: usize| alone[&k].get_or_init(|| kept[k].lint_alone(settings));
     let next = AtomicUsize::new(0);
     let relinted: Mutex<Vec<(usize, Excerpted)>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
@@ -702,6 +714,16 @@ fn linked<'c>(
     let texts: Vec<&str> = parts.iter().map(|&k| kept[k].text).collect();
     let names: Vec<&str> = parts.iter().map(|&k| kept[k].function).collect();
     let kind = InputKind::Sass(caller.format);
+    // JSON objects go into a document whose metadata names the architecture, as nvdisasm's
+    // `tki_toolOptions` does.
+    let metadata = match caller.arch {
+        Some(arch) => format!(r#"{{".note.nv.tkinfo":{{"tki_toolOptions":"-arch {arch}"}}}}"#),
+        None => "{}".to_owned(),
+    };
+    let joined = match caller.format {
+        SassFormat::NvdisasmJson => linking::Joined::JsonObjects { metadata: &metadata },
+        _ => linking::Joined::Lines,
+    };
     let lint = |text: &str| {
         fencelint_linter::lint_split_function(
             PLACEHOLDER,
@@ -716,7 +738,7 @@ fn linked<'c>(
         own == 0
             && (at == 0 || !linking::shows_alone(alone(parts[at]), PLACEHOLDER, place, diagnostic))
     };
-    let mut together = linking::lint_together(&texts, &names, PLACEHOLDER, lint, keep);
+    let mut together = linking::lint_together(&texts, &names, joined, PLACEHOLDER, lint, keep);
     let mut diagnostics = together.groups.remove(&0)?;
     // Each label onto the text of the function it points into, marked with that function's
     // place among those pointed into; then each text's lines are cut out with its own base.
@@ -802,6 +824,21 @@ fn crashed(function: &str, at: Excerpt) -> Excerpted {
     }
 }
 
+/// Lints one function object of an nvdisasm JSON listing. It is not a document: it is parsed
+/// as such, with the architecture the stream's metadata named. JSON carries no suppression
+/// comments.
+fn lint_json_object(
+    text: &str,
+    arch: Option<fencelint_sass::Arch>,
+    settings: &Settings,
+) -> fencelint_linter::LintOutput {
+    let parsed = fencelint_sass::parse_function_object(text, arch);
+    let lowered = fencelint_lower::sass::lower_parsed(PLACEHOLDER, text, &parsed, 0);
+    // The syntax tree is not needed once lowered: freed before the analyses allocate theirs.
+    drop(parsed);
+    fencelint_linter::lint_lowered(lowered, settings)
+}
+
 /// What linting one function of a streamed listing gave.
 struct Linted {
     functions: usize,
@@ -823,13 +860,7 @@ fn lint_chunk(chunk: &SassChunk, settings: &Settings) -> Linted {
         offset: chunk.offset.saturating_sub(prefix),
     };
     let mut lint = if chunk.format == SassFormat::NvdisasmJson {
-        // A JSON chunk is one function object, not a document: it is parsed as such, with the
-        // architecture the stream's metadata named. JSON carries no suppression comments.
-        let parsed = chunk.parse();
-        let lowered = fencelint_lower::sass::lower_parsed(PLACEHOLDER, &chunk.text, &parsed, 0);
-        // The syntax tree is not needed once lowered: freed before the analyses allocate theirs.
-        drop(parsed);
-        fencelint_linter::lint_lowered(lowered, settings)
+        lint_json_object(&chunk.text, chunk.arch, settings)
     } else {
         super::binary::lint_alone(chunk, settings, None)
     };

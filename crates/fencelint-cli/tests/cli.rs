@@ -257,7 +257,9 @@ fn a_streamed_listing_reports_what_the_whole_file_path_reports() {
 /// whole-file path does: the same findings at the same places (lines, columns, byte offsets),
 /// with one difference of owner. A hazard wholly inside a called function that it shows alone
 /// is its own finding when streamed; read whole, the kernel that calls it keeps it (as for a
-/// large cubin's held functions, docs/binaries.md).
+/// large cubin's held functions, docs/binaries.md). The text listings are mapped, the JSON
+/// listing read as a stream; with no budget, each of the eight callers says its calls were not
+/// followed.
 #[test]
 fn a_streamed_listing_follows_calls_of_other_functions() {
     // (rule, message, the spans of the primary and the related labels)
@@ -278,9 +280,13 @@ fn a_streamed_listing_follows_calls_of_other_functions() {
         found.sort_by(|a, b| a.0.0.cmp(&b.0.0).then(a.0.1.cmp(&b.0.1)).then(a.1.cmp(&b.1)));
         found
     };
-    for arch in ["sm_80", "sm_90a", "sm_100a", "sm_120"] {
-        let listing = format!("fixtures/compiled/{arch}/noinline_poll.rdc.nvdisasm.sass");
-        let args = ["check", "--format", "json", "--select", "all", &listing];
+    let listings = ["sm_80", "sm_90a", "sm_100a", "sm_120"]
+        .map(|arch| format!("fixtures/compiled/{arch}/noinline_poll.rdc.nvdisasm.sass"));
+    // nvdisasm JSON is streamed as it is read, keeping every function up to the budget.
+    let json = "fixtures/compiled/sm_120/noinline_poll.rdc.nvdisasm.json".to_owned();
+    for listing in listings.iter().chain([&json]) {
+        let arch = listing;
+        let args = ["check", "--format", "json", "--select", "all", listing];
         let whole = findings(&common::command(&args).output().unwrap());
         let streamed =
             findings(&common::command(&args).env("FENCELINT_STREAM_MIN", "1").output().unwrap());
@@ -306,6 +312,16 @@ fn a_streamed_listing_follows_calls_of_other_functions() {
         assert_eq!(only_whole, ["call_wait_and_read_twice"], "{arch}: {streamed:?}");
         assert_eq!(only_streamed.len(), 1, "{arch}: {streamed:?}");
         assert!(only_streamed[0].starts_with("_Z21wait_relaxed_and_read"), "{only_streamed:?}");
+        let no_budget = common::command(&args)
+            .env("FENCELINT_STREAM_MIN", "1")
+            .env("FENCELINT_LINKED_BUDGET", "0")
+            .output()
+            .unwrap();
+        let incomplete = findings(&no_budget)
+            .into_iter()
+            .filter(|((rule, _, _), _)| rule == "analysis-incomplete")
+            .count();
+        assert_eq!(incomplete, 8, "{arch}");
     }
 }
 

@@ -83,6 +83,12 @@ pub use split::{
 };
 pub use text::ListingSink;
 
+/// Parses one function object of an nvdisasm JSON listing, as [`FunctionSplitter`] cuts them,
+/// with the architecture its document named; ranges are relative to `text`.
+pub fn parse_function_object(text: &str, arch: Option<Arch>) -> Parsed<SassModule<'_>> {
+    json::parse_function_object_in(text, 0, text.len(), arch)
+}
+
 /// A problem found while parsing, with the byte range it concerns.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParseError {

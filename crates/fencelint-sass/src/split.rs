@@ -58,9 +58,7 @@ impl SassChunk {
     /// for positions in the stream.
     pub fn parse(&self) -> Parsed<SassModule<'_>> {
         match self.format {
-            SassFormat::NvdisasmJson => {
-                parse_function_object_in(&self.text, 0, self.text.len(), self.arch)
-            }
+            SassFormat::NvdisasmJson => crate::parse_function_object(&self.text, self.arch),
             format => {
                 let context =
                     Context { arch: self.arch, binary: self.binary.as_deref(), one_function: true };
