@@ -131,10 +131,14 @@ pub(crate) struct CheckArgs {
     /// Seconds one run of a CUDA tool may take before it is killed.
     #[arg(long, value_name = "SECS", default_value_t = 600)]
     pub tool_timeout: u64,
+    /// The name findings in standard input (`-`) are reported under [default: `<stdin>`].
+    #[arg(long, value_name = "NAME")]
+    pub stdin_filename: Option<String>,
 }
 
 pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     let started = Instant::now();
+    let stdin_name = args.stdin_filename.as_deref();
     if args.statistics && matches!(args.format, Some(Format::Sarif | Format::Github)) {
         eprintln!(
             "error: `--statistics` prints counts, not findings: use it with `--format rich`, \
@@ -212,7 +216,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     let mut n_streamed_functions = 0usize;
     for input in &streamed {
         n_files += 1;
-        let name = display_path(input);
+        let name = display_path(input, stdin_name);
         let output = match std::fs::File::open(&input.path) {
             // A text listing in a regular file is read through a memory map; anything else
             // (JSON, a pipe, invalid UTF-8) is streamed from the reader.
@@ -239,7 +243,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         n_files += 1;
         let output = stream::lint_listing(reader, &settings, workers);
         n_streamed_functions += output.functions;
-        add_streamed(&mut db, &mut diagnostics, &display_path(&input), output);
+        add_streamed(&mut db, &mut diagnostics, &display_path(&input, stdin_name), output);
     }
 
     let read: Vec<_> = paths.par_iter().map(inputs::read).collect();
@@ -249,7 +253,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
             continue; // a `.json` found in a directory that is not disassembly
         }
         n_files += 1;
-        let file = db.add(display_path(&input), read.text);
+        let file = db.add(display_path(&input, stdin_name), read.text);
         if let Some((at, message)) = read.fatal {
             diagnostics.push(input_error(file, at, &message));
             continue;
@@ -268,7 +272,8 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         timeout: std::time::Duration::from_secs(args.tool_timeout.max(1)),
         progress: !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
     };
-    let named: Vec<_> = binaries.iter().map(|b| (b.path.clone(), display_path(b))).collect();
+    let named: Vec<_> =
+        binaries.iter().map(|b| (b.path.clone(), display_path(b, stdin_name))).collect();
     let mut n_kernels = n_streamed_functions;
     // The cubin or PTX of a binary that each of its texts with findings came from; any other
     // file is its own unit (`--statistics` counts units).
@@ -279,7 +284,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         }
         n_files += 1;
         n_kernels += output.functions;
-        let file = db.add(display_path(input), String::new());
+        let file = db.add(display_path(input, stdin_name), String::new());
         for error in &output.errors {
             diagnostics.push(input_error(file, 0, error));
         }
@@ -466,9 +471,11 @@ fn input_error(file: FileId, at: u32, message: &str) -> Diagnostic {
     )
 }
 
-fn display_path(input: &InputPath) -> String {
+/// The name an input's findings are reported under: its path, or for standard input (`-`)
+/// `stdin_name` (`<stdin>` if none was given).
+fn display_path(input: &InputPath, stdin_name: Option<&str>) -> String {
     if inputs::is_stdin(&input.path) {
-        return "<stdin>".to_owned();
+        return stdin_name.unwrap_or("<stdin>").to_owned();
     }
     input.path.display().to_string()
 }

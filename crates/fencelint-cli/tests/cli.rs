@@ -571,8 +571,8 @@ fn a_listing_from_a_pipe_is_read_whole() {
     assert!(stdout(&piped).contains("binaries are disassembled from a file: pass its path"));
 }
 
-/// `-` names standard input: the same findings as the file, under the name `<stdin>`; a binary
-/// piped in is an input error that says to pass its path.
+/// `-` names standard input: the same findings as the file, under the name `<stdin>` or the
+/// one `--stdin-filename` gives; a binary piped in is an input error that says to pass its path.
 #[test]
 fn a_dash_reads_standard_input() {
     for path in [
@@ -590,6 +590,10 @@ fn a_dash_reads_standard_input() {
         assert_eq!(findings(&piped), expected, "{path}");
         let doc: serde_json::Value = serde_json::from_slice(&piped.stdout).unwrap();
         assert_eq!(doc["diagnostics"][0]["file"], "<stdin>", "{path}");
+        let text = fs::read(repo().join(path)).expect("fixture");
+        let named = check_piped_as("-", &[], &["--stdin-filename", "build/k.sass"], text);
+        let doc: serde_json::Value = serde_json::from_slice(&named.stdout).unwrap();
+        assert_eq!(doc["diagnostics"][0]["file"], "build/k.sass", "{path}");
     }
     let cubin = fs::read(repo().join("fixtures/compiled/sm_90a/spin_poll.cubin")).expect("fixture");
     let piped = check_piped_as("-", &[], &[], cubin);
