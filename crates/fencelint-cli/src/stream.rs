@@ -571,7 +571,8 @@ fn follow_calls(
     private.retain(|index| !calling.contains(index));
     private.sort_unstable();
     let budget = linking::budget(budget_of_listing);
-    // Callers that cannot be linted again with all they call: the budget was spent keeping them.
+    // The callers that are not linted again with all they call (the budget ran out, or a
+    // function they call, directly or not, was not kept), each with where it starts.
     let mut incomplete: Vec<(usize, String, Excerpt)> = Vec::new();
     let mut callees: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     // Kept callers that name a function that was not kept: neither they nor those that call
@@ -608,9 +609,6 @@ fn follow_calls(
             .collect();
         if missing {
             names_left_out.insert(p);
-            if resolved.is_empty() {
-                incomplete.push((caller.index, kept[p].function.to_owned(), kept[p].base()));
-            }
         }
         if !resolved.is_empty() {
             callees.insert(p, resolved);
@@ -624,6 +622,13 @@ fn follow_calls(
         resolved.retain(|k| private.binary_search(k).is_err());
     }
     callees.retain(|_, resolved| !resolved.is_empty());
+    // A caller that names a function that was not kept and nothing else to follow.
+    let mut alone_left_out: Vec<usize> =
+        names_left_out.iter().copied().filter(|p| !callees.contains_key(p)).collect();
+    alone_left_out.sort_unstable();
+    for p in alone_left_out {
+        incomplete.push((kept[p].index, kept[p].function.to_owned(), kept[p].base()));
+    }
     // Each caller with what it calls, directly or not, in file order, as long as the listing's
     // budget lasts: the functions of a chain of calls would otherwise each be linted with all
     // those after them (2,000 small functions calling one another, 1.1 MB of listing: 34 s).

@@ -669,7 +669,8 @@ fn a_long_listing_from_a_pipe_is_streamed_and_follows_calls() {
 /// says that its calls were not followed, also when what is missing is a callee's callee; and
 /// the same input gives the same output. (Hand-written nvdisasm text: twelve kernels `k{i}`,
 /// each calling `c{i}`, which calls `d{i}`, which waits on a flag with a relaxed load; the
-/// kernel then reads data. The functions are in the order `c`, `k`, `d`.)
+/// kernel then reads data; every kernel also calls an arithmetic helper `h` first. The functions
+/// are in the order `h`, then `c`, `k`, `d` for each kernel; `c` is the longest.)
 #[test]
 fn a_piped_listing_past_its_budget_says_which_calls_were_not_followed() {
     use std::fmt::Write as _;
@@ -685,22 +686,26 @@ fn a_piped_listing_past_its_budget_says_which_calls_were_not_followed() {
     };
     let kernels = 12;
     let mut text = String::from("\t.target\tsm_90a\n\n");
+    // An arithmetic helper every kernel calls too: never followed, never missed.
+    let helper = "        /*0000*/                   IADD3 R4, R4, 0x1, RZ ;\n\
+                  \x20       /*0010*/                   RET.ABS.NODEC R20 0x0 ;\n";
+    function(&mut text, "h", false, helper);
     for i in 0..kernels {
-        let call = |callee: &str, then: &str| {
-            format!(
-                "        /*0000*/                   CALL.ABS.NOINC `({callee}) ;\n\
-                 \x20       /*0010*/                   {then} ;\n"
-            )
-        };
-        function(
-            &mut text,
-            &format!("c{i}"),
-            false,
-            &call(&format!("d{i}"), "RET.ABS.NODEC R20 0x0"),
+        // Longer than the kernel after it: some budgets keep the kernel but not this.
+        let mut pass = String::new();
+        for at in 0..8 {
+            writeln!(pass, "        /*{:04x}*/                   NOP ;", at * 16).unwrap();
+        }
+        let pass = format!(
+            "{pass}        /*0080*/                   CALL.ABS.NOINC `(d{i}) ;\n\
+             \x20       /*0090*/                   RET.ABS.NODEC R20 0x0 ;\n"
         );
+        function(&mut text, &format!("c{i}"), false, &pass);
         let read = format!(
-            "{}        /*0020*/                   EXIT ;\n",
-            call(&format!("c{i}"), "LDG.E R6, desc[UR4][R8.64]")
+            "        /*0000*/                   CALL.ABS.NOINC `(h) ;\n\
+             \x20       /*0010*/                   CALL.ABS.NOINC `(c{i}) ;\n\
+             \x20       /*0020*/                   LDG.E R6, desc[UR4][R8.64] ;\n\
+             \x20       /*0030*/                   EXIT ;\n"
         );
         function(&mut text, &format!("k{i}"), true, &read);
         let wait = format!(
