@@ -233,7 +233,7 @@ pub(crate) fn lint_listing<R: BufRead>(
 
 /// The functions of a listing streamed from a reader that [`follow_calls`] may read again,
 /// kept as they are linted up to a budget of text: in nvdisasm text, those that are not kernels
-/// (what a call can name) and those whose text has a `CALL`; in nvdisasm JSON, which does not
+/// (what a call can name) and those that call a function by name ([`calls_a_function`]); in nvdisasm JSON, which does not
 /// mark kernels, every function (cuobjdump's calls name no callee). What is kept is decided on the reading thread, in file order, so
 /// that the same input keeps the same functions however the workers run.
 struct Keep {
@@ -248,7 +248,7 @@ struct Keep {
 /// What [`Keep::reserve`] decided for a function.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Reserved {
-    /// A kernel of nvdisasm text with no `CALL`, cuobjdump text (whose calls name no callee),
+    /// A kernel of nvdisasm text that calls no function by name, cuobjdump text (whose calls name no callee),
     /// or text with bytes that were not UTF-8 (replaced, so no longer at the file's offsets).
     NotWanted,
     Kept,
@@ -266,9 +266,7 @@ impl Keep {
         let own = &chunk.text[chunk.target_line as usize..];
         let wanted = chunk.invalid_utf8.is_none()
             && match chunk.format {
-                SassFormat::NvdisasmText => {
-                    memchr::memmem::find(own.as_bytes(), b"CALL").is_some() || !is_kernel_text(own)
-                }
+                SassFormat::NvdisasmText => calls_a_function(own) || !is_kernel_text(own),
                 // JSON does not tell kernels from the functions they call.
                 SassFormat::NvdisasmJson => true,
                 SassFormat::CuobjdumpText => false,
@@ -330,6 +328,32 @@ impl Keep {
             _ => Some(chunk.text),
         }
     }
+}
+
+/// Functions that the driver provides and a listing never holds: calls of them fall through.
+const DRIVER_FUNCTIONS: &[&str] = &["__assertfail", "vprintf", "malloc", "free"];
+
+/// The prefix of the compiler's arithmetic helpers (`__cuda_sm20_div_u64`,
+/// `__cuda_sm20_rem_s64__1251`): functions of the listing that touch no memory other threads
+/// see and order nothing, so calls of them are not followed ([`follow_calls`]).
+const ARITHMETIC_HELPERS: &str = "__cuda_sm20_";
+
+/// Whether a function of an nvdisasm text listing calls another function by name (not a label
+/// or a subroutine of its own, `.L_x_3` or `$kernel$helper`, not a function the driver
+/// provides, not an arithmetic helper): NCCL's kernels call `__assertfail` a thousand times
+/// and the 64-bit division helpers a hundred, and keeping them for that filled the budget.
+fn calls_a_function(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    memchr::memmem::find_iter(bytes, b"CALL").any(|at| {
+        let line_end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |end| at + end);
+        let line = &text[at..line_end];
+        let Some(start) = line.find("`(") else { return false };
+        let name = &line[start + 2..];
+        let name = &name[..name.find(')').unwrap_or(name.len())];
+        !name.starts_with(['.', '$'])
+            && !DRIVER_FUNCTIONS.contains(&name)
+            && !name.starts_with(ARITHMETIC_HELPERS)
+    })
 }
 
 /// Whether a function of an nvdisasm text listing is a kernel: its header, before the first
@@ -890,6 +914,28 @@ fn lint_chunk(chunk: &SassChunk, settings: &Settings) -> Linted {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A function is kept as a caller for a call of another function by name only: not for a
+    /// label, a subroutine of its own, a driver function or an arithmetic helper.
+    #[test]
+    fn only_calls_of_functions_of_the_listing_make_a_caller() {
+        let call = |target: &str| format!("        /*0090*/   CALL.ABS.NOINC `({target}) ;\n");
+        for target in [
+            ".L_x_3",
+            "$k$__internal_helper",
+            "__assertfail",
+            "vprintf",
+            "__cuda_sm20_div_u64__637",
+        ] {
+            assert!(!calls_a_function(&call(target)), "{target}");
+        }
+        for target in ["_Z12wait_relaxedPKj", "_Z21wait_relaxed_and_readPKjPKf$1"] {
+            assert!(calls_a_function(&call(target)), "{target}");
+        }
+        let both = call("__assertfail") + &call("_Z12wait_relaxedPKj");
+        assert!(calls_a_function(&both));
+        assert!(!calls_a_function("        /*0090*/   CALL.REL.NOINC 0xe0 ;\n"));
+    }
 
     /// A listing of `size` bytes or more: `head` padded with blank lines.
     fn padded(dir: &std::path::Path, name: &str, head: &str, size: u64) -> std::path::PathBuf {
