@@ -233,9 +233,10 @@ pub(crate) fn lint_listing<R: BufRead>(
 
 /// The functions of a listing streamed from a reader that [`follow_calls`] may read again,
 /// kept as they are linted up to a budget of text: in nvdisasm text, those that are not kernels
-/// (what a call can name) and those that call a function by name ([`calls_a_function`]); in nvdisasm JSON, which does not
-/// mark kernels, every function (cuobjdump's calls name no callee). What is kept is decided on the reading thread, in file order, so
-/// that the same input keeps the same functions however the workers run.
+/// (what a call can name) and those that call a function by name ([`calls_a_function`]); in
+/// nvdisasm JSON, which does not mark kernels, every function (cuobjdump's calls name no
+/// callee). What is kept is decided on the reading thread, in file order, so that the same
+/// input keeps the same functions however the workers run.
 struct Keep {
     kept: Mutex<Vec<(usize, SassChunk)>>,
     /// The keys of the functions that a call could name, that matter to their callers (they
@@ -248,8 +249,9 @@ struct Keep {
 /// What [`Keep::reserve`] decided for a function.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Reserved {
-    /// A kernel of nvdisasm text that calls no function by name, cuobjdump text (whose calls name no callee),
-    /// or text with bytes that were not UTF-8 (replaced, so no longer at the file's offsets).
+    /// A kernel of nvdisasm text that calls no function by name, cuobjdump text (whose calls
+    /// name no callee), or text with bytes that were not UTF-8 (replaced, so no longer at the
+    /// file's offsets).
     NotWanted,
     Kept,
     /// Wanted, but the budget was spent.
