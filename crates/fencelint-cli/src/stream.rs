@@ -172,8 +172,8 @@ pub(crate) fn lint_listing<R: BufRead>(
                                 .push(index);
                         }
                         let offered = (index, chunk, reserved);
-                        if let Some(text) = keep.offer(offered, linted.calls, linted.shares, found)
-                        {
+                        let (calls, shares) = (linted.calls, linted.shares);
+                        if let Some(text) = keep.offer(offered, at, calls, shares, found) {
                             let _ = recycle.send(text);
                         }
                         (linted.functions, linted.excerpt)
@@ -254,8 +254,11 @@ enum Reserved {
     /// file's offsets).
     NotWanted,
     Kept,
-    /// Wanted, but the budget was spent.
-    NoRoom,
+    /// Wanted, but the budget was spent; `callable` when it is not a kernel (a call may name
+    /// it).
+    NoRoom {
+        callable: bool,
+    },
 }
 
 impl Keep {
@@ -266,13 +269,16 @@ impl Keep {
     /// On the reading thread, in file order: whether to keep `chunk` once it is linted.
     fn reserve(&self, chunk: &SassChunk) -> Reserved {
         let own = &chunk.text[chunk.target_line as usize..];
+        let callable = match chunk.format {
+            SassFormat::NvdisasmText => !is_kernel_text(own),
+            // JSON does not tell kernels from the functions they call.
+            SassFormat::NvdisasmJson => true,
+            SassFormat::CuobjdumpText => false,
+        };
+        // The header test first: the search for calls reads the whole text.
         let wanted = chunk.invalid_utf8.is_none()
-            && match chunk.format {
-                SassFormat::NvdisasmText => calls_a_function(own) || !is_kernel_text(own),
-                // JSON does not tell kernels from the functions they call.
-                SassFormat::NvdisasmJson => true,
-                SassFormat::CuobjdumpText => false,
-            };
+            && chunk.format != SassFormat::CuobjdumpText
+            && (callable || calls_a_function(own));
         if !wanted {
             return Reserved::NotWanted;
         }
@@ -282,15 +288,17 @@ impl Keep {
                 self.room.store(left, Ordering::Relaxed);
                 Reserved::Kept
             }
-            None => Reserved::NoRoom,
+            None => Reserved::NoRoom { callable },
         }
     }
 
     /// Keeps the function `index` if it was reserved; records its calls in `found`. Gives back
     /// the text when it was not kept.
+    /// `at` is where the function starts in the listing.
     fn offer(
         &self,
         (index, chunk, reserved): (usize, SassChunk, Reserved),
+        at: Excerpt,
         calls: Vec<String>,
         shares: bool,
         found: &Found,
@@ -299,11 +307,7 @@ impl Keep {
         if calls_others {
             let unkept = (reserved != Reserved::Kept).then(|| Unkept {
                 function: chunk.function.clone(),
-                base: Excerpt {
-                    line: u32::try_from(chunk.line).unwrap_or(u32::MAX),
-                    column: u32::try_from(chunk.column).unwrap_or(u32::MAX),
-                    offset: chunk.offset,
-                },
+                base: at,
                 arch: chunk.arch,
                 binary: chunk.binary.clone(),
             });
@@ -319,10 +323,7 @@ impl Keep {
                 self.kept.lock().unwrap_or_else(PoisonError::into_inner).push((index, chunk));
                 None
             }
-            Reserved::NoRoom
-                if (shares || calls_others)
-                    && !is_kernel_text(&chunk.text[chunk.target_line as usize..]) =>
-            {
+            Reserved::NoRoom { callable: true } if shares || calls_others => {
                 let key = (chunk.function.clone(), chunk.arch, chunk.binary.clone());
                 self.left_out.lock().unwrap_or_else(PoisonError::into_inner).insert(key);
                 Some(chunk.text)
@@ -512,17 +513,7 @@ impl Kept<'_> {
 
     /// Lints the function alone, as the worker that cut it did.
     fn lint_alone(&self, settings: &Settings) -> fencelint_linter::LintOutput {
-        if self.format == SassFormat::NvdisasmJson {
-            return lint_json_object(self.text, self.arch, settings);
-        }
-        fencelint_linter::lint_split_function(
-            PLACEHOLDER,
-            self.text,
-            InputKind::Sass(self.format),
-            Split::Function(self.arch),
-            settings,
-            None,
-        )
+        lint_function(self.text, self.format, self.arch, settings)
     }
 }
 
@@ -821,15 +812,7 @@ fn lint_text_chunk(
     settings: &Settings,
 ) -> (usize, Option<Excerpted>, Vec<String>, bool) {
     let text = chunk.text();
-    let kind = InputKind::Sass(chunk.format);
-    let mut lint = fencelint_linter::lint_split_function(
-        PLACEHOLDER,
-        text,
-        kind,
-        Split::Function(chunk.arch),
-        settings,
-        None,
-    );
+    let mut lint = lint_function(text, chunk.format, chunk.arch, settings);
     let calls = std::mem::take(&mut lint.external_calls);
     if lint.diagnostics.is_empty() {
         return (lint.functions, None, calls, lint.shares_memory);
@@ -855,14 +838,27 @@ fn crashed(function: &str, at: Excerpt) -> Excerpted {
     }
 }
 
-/// Lints one function object of an nvdisasm JSON listing. It is not a document: it is parsed
-/// as such, with the architecture the stream's metadata named. JSON carries no suppression
-/// comments.
-fn lint_json_object(
+/// Lints the text of one function cut out of a listing whose architecture was named before it:
+/// a function of a text listing, or a function object of an nvdisasm JSON listing. A JSON
+/// object is not a document: it is parsed as such. JSON carries no suppression comments.
+fn lint_function(
     text: &str,
+    format: SassFormat,
     arch: Option<fencelint_sass::Arch>,
     settings: &Settings,
 ) -> fencelint_linter::LintOutput {
+    if format != SassFormat::NvdisasmJson {
+        let kind = InputKind::Sass(format);
+        let split = Split::Function(arch);
+        return fencelint_linter::lint_split_function(
+            PLACEHOLDER,
+            text,
+            kind,
+            split,
+            settings,
+            None,
+        );
+    }
     let parsed = fencelint_sass::parse_function_object(text, arch);
     let lowered = fencelint_lower::sass::lower_parsed(PLACEHOLDER, text, &parsed, 0);
     // The syntax tree is not needed once lowered: freed before the analyses allocate theirs.
@@ -891,7 +887,7 @@ fn lint_chunk(chunk: &SassChunk, settings: &Settings) -> Linted {
         offset: chunk.offset.saturating_sub(prefix),
     };
     let mut lint = if chunk.format == SassFormat::NvdisasmJson {
-        lint_json_object(&chunk.text, chunk.arch, settings)
+        lint_function(&chunk.text, chunk.format, chunk.arch, settings)
     } else {
         super::binary::lint_alone(chunk, settings, None)
     };

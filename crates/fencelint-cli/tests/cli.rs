@@ -285,7 +285,6 @@ fn a_streamed_listing_follows_calls_of_other_functions() {
     // nvdisasm JSON is streamed as it is read, keeping every function up to the budget.
     let json = "fixtures/compiled/sm_120/noinline_poll.rdc.nvdisasm.json".to_owned();
     for listing in listings.iter().chain([&json]) {
-        let arch = listing;
         let args = ["check", "--format", "json", "--select", "all", listing];
         let whole = findings(&common::command(&args).output().unwrap());
         let streamed =
@@ -296,9 +295,9 @@ fn a_streamed_listing_follows_calls_of_other_functions() {
             keys.sort();
             keys
         };
-        assert_eq!(keys(&streamed), keys(&whole), "{arch}");
+        assert_eq!(keys(&streamed), keys(&whole), "{listing}");
         // Five kernels' findings and one of a called function's copy that no kernel calls.
-        assert_eq!(whole.len(), 6, "{arch}: {whole:?}");
+        assert_eq!(whole.len(), 6, "{listing}: {whole:?}");
         let owners = |found: &[(Key, String)]| {
             let mut owners: Vec<String> = found.iter().map(|(_, kernel)| kernel.clone()).collect();
             owners.sort();
@@ -309,8 +308,8 @@ fn a_streamed_listing_follows_calls_of_other_functions() {
             whole_owners.iter().filter(|k| !streamed_owners.contains(k)).collect();
         let only_streamed: Vec<&String> =
             streamed_owners.iter().filter(|k| !whole_owners.contains(k)).collect();
-        assert_eq!(only_whole, ["call_wait_and_read_twice"], "{arch}: {streamed:?}");
-        assert_eq!(only_streamed.len(), 1, "{arch}: {streamed:?}");
+        assert_eq!(only_whole, ["call_wait_and_read_twice"], "{listing}: {streamed:?}");
+        assert_eq!(only_streamed.len(), 1, "{listing}: {streamed:?}");
         assert!(only_streamed[0].starts_with("_Z21wait_relaxed_and_read"), "{only_streamed:?}");
         let no_budget = common::command(&args)
             .env("FENCELINT_STREAM_MIN", "1")
@@ -321,7 +320,7 @@ fn a_streamed_listing_follows_calls_of_other_functions() {
             .into_iter()
             .filter(|((rule, _, _), _)| rule == "analysis-incomplete")
             .count();
-        assert_eq!(incomplete, 8, "{arch}");
+        assert_eq!(incomplete, 8, "{listing}");
     }
 }
 
