@@ -260,6 +260,27 @@ fn an_unterminated_string() {
     bad_input("open string.ptx", text.as_bytes(), "error[");
 }
 
+/// Compiled listings cut at the end of a line inside a function (a full disk, `head -n`, a
+/// disassembler killed mid-write): every line left is well formed, so only the function's end
+/// tells. Each listing is cut before the line of its first `EXIT`; whole, it has no such error.
+#[test]
+fn a_listing_cut_at_the_end_of_a_line() {
+    let compiled = repo().join("fixtures/compiled/sm_90a");
+    for (file, expected) in [
+        ("noinline_poll.cuobjdump.sass", "no `..........` line closes its code"),
+        ("noinline_poll.nvdisasm.sass", "can fall through"),
+    ] {
+        let text = fs::read_to_string(compiled.join(file)).unwrap();
+        let whole = check(&[compiled.join(file).to_str().unwrap()], SHORT);
+        assert_eq!(whole.code, Some(1), "{}", whole.describe());
+        assert!(!whole.stdout.contains("truncated"), "{}", whole.describe());
+        let first_exit = text.find("EXIT").unwrap();
+        let cut = text[..first_exit].rfind('\n').unwrap() + 1;
+        let run = bad_input(file, &text.as_bytes()[..cut], expected);
+        assert!(run.stdout.contains("(the text looks truncated)"), "{}", run.describe());
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Large and deep inputs.
 

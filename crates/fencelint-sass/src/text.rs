@@ -195,6 +195,11 @@ struct FunctionBuilder<'a> {
     labels: Vec<SassLabel<'a>>,
     /// Labels from this index on wait for the address of the next instruction.
     pending_labels: usize,
+    /// The last instruction that is not a `NOP`, where it lies, and whether the code can go on
+    /// past it (see [`Parser::close_function`]).
+    last_inst: Option<(usize, usize, &'a str, bool)>,
+    /// Whether cuobjdump's `..........` line closed the function.
+    terminated: bool,
 }
 
 struct Parser<'a, 's, S> {
@@ -315,6 +320,8 @@ impl<'a, S: ListingSink<'a>> Parser<'a, '_, S> {
             last: None,
             labels: Vec::new(),
             pending_labels: 0,
+            last_inst: None,
+            terminated: false,
         });
         self.mode = Mode::Code;
         self.src_line = None;
@@ -325,6 +332,7 @@ impl<'a, S: ListingSink<'a>> Parser<'a, '_, S> {
 
     fn close_function(&mut self) {
         let Some(mut function) = self.function.take() else { return };
+        self.check_complete(&function);
         let end_address = end_address(function.before_last, function.last);
         for label in &mut function.labels[function.pending_labels..] {
             label.address = end_address;
@@ -340,6 +348,33 @@ impl<'a, S: ListingSink<'a>> Parser<'a, '_, S> {
         if self.mode == Mode::Code {
             self.mode = Mode::Outside;
         }
+    }
+
+    /// Reports a function whose code stops where no complete listing stops it: a listing cut
+    /// short at a line boundary (a full disk, `head -c`, a killed disassembler) otherwise reads
+    /// as a shorter function, with no word said. cuobjdump closes every function with a
+    /// `..........` line; ptxas ends every function's code with a branch to itself (after the
+    /// last `EXIT` or `RET`), which nvdisasm prints before the section's padding `NOP`s. Only
+    /// functions with a header are checked (hand-written snippets have none).
+    fn check_complete(&mut self, function: &FunctionBuilder<'a>) {
+        let Some((first, end, opcode, goes_on)) = function.last_inst else { return };
+        if function.name.is_empty() {
+            return;
+        }
+        let message = match self.format {
+            SassFormat::CuobjdumpText if !function.terminated => format!(
+                "the listing ends inside `{}`: no `..........` line closes its code (the text \
+                 looks truncated)",
+                function.name
+            ),
+            SassFormat::NvdisasmText if goes_on => format!(
+                "the listing ends inside `{}`: its last instruction `{opcode}` can fall through, \
+                 and a function's code ends with a branch or an exit (the text looks truncated)",
+                function.name
+            ),
+            _ => return,
+        };
+        self.error(first, end, message);
     }
 
     /// Makes sure there is a function to add code to (hand-written snippets have no header).
@@ -445,6 +480,9 @@ impl<'a, S: ListingSink<'a>> Parser<'a, '_, S> {
         let branch_target = numeric_target(opcode, &operands);
         let function = self.function.as_mut().expect("a function is open");
         function.end = end;
+        if opcode_base(opcode) != "NOP" {
+            function.last_inst = Some((first, inst_end, opcode, !ends_the_code(opcode, guard)));
+        }
         self.sink.instruction(
             SassInst {
                 address,
@@ -592,7 +630,17 @@ impl<'a, S: ListingSink<'a>> Parser<'a, '_, S> {
                 }
                 self.touch(end);
             }
-            _ => self.touch(end),
+            _ => {
+                // cuobjdump's `..........` after a function's code: the function stays open (its
+                // range ends here) until the next header.
+                if directive.starts_with("..........")
+                    && self.mode == Mode::Code
+                    && let Some(function) = &mut self.function
+                {
+                    function.terminated = true;
+                }
+                self.touch(end);
+            }
         }
     }
 
@@ -607,6 +655,9 @@ impl<'a, S: ListingSink<'a>> Parser<'a, '_, S> {
         }
         if line.starts_with("..........") {
             self.touch(end);
+            if let Some(function) = &mut self.function {
+                function.terminated = true;
+            }
             self.close_function();
             self.mode = Mode::Outside;
             return;
@@ -666,6 +717,13 @@ impl<'a, S: ListingSink<'a>> Parser<'a, '_, S> {
         self.error(first, end, "unrecognised line");
         self.touch(end);
     }
+}
+
+/// Whether the code cannot go on past this instruction: an unguarded (or `@PT`) branch, jump,
+/// exit or return.
+fn ends_the_code(opcode: &str, guard: Option<Guard>) -> bool {
+    guard.is_none_or(Guard::is_always)
+        && matches!(opcode_base(opcode), "BRA" | "BRX" | "JMP" | "JMX" | "EXIT" | "RET" | "KILL")
 }
 
 /// Reads `"file", line N` and returns the rest of the text.

@@ -258,6 +258,7 @@ fn bad_lines_are_reported_and_skipped() {
         /*0050*/                   NOP ; garbage
         /*0040*/                   NOP ;
         /*0060*/                   WEIRD.NEW.OPCODE.2027 R0, ?odd?, [R1+R2+R3] ;
+\t\t..........
 ";
     let parsed = parse_text(text);
     let f = &parsed.value.functions[0];
@@ -291,7 +292,28 @@ fn truncated_text_keeps_what_is_there() {
     let parsed = parse(cut);
     let demo = &parsed.value.functions[0];
     assert_eq!(opcodes(&demo.instructions), ["LDC", "SYNCS.EXCH.64", "LDS", "BR"]);
-    assert_eq!(errors_of(&parsed), ["instruction is not terminated by `;`"]);
+    let cut_short = "the listing ends inside `demo`: no `..........` line closes its code (the \
+                     text looks truncated)";
+    assert_eq!(errors_of(&parsed), ["instruction is not terminated by `;`", cut_short]);
+    // Cut at the end of a line: every line read is well formed, and only the missing `..........`
+    // tells that the function goes on. Its last instruction is where the error points.
+    let cut = &CUOBJDUMP[..CUOBJDUMP.find("\t\t..........").unwrap()];
+    let parsed = parse(cut);
+    assert_eq!(errors_of(&parsed), [cut_short]);
+    assert_eq!(slice(cut, parsed.errors[0].range), "/*0040*/                   EXIT ;");
+    // nvdisasm prints no such line; ptxas ends a function's code with a branch to itself.
+    let cut = &NVDISASM[..NVDISASM.find(".L_x_1:").unwrap()];
+    let parsed = parse(cut);
+    assert_eq!(
+        errors_of(&parsed),
+        ["the listing ends inside `k`: its last instruction `BRA` can fall through, and a \
+          function's code ends with a branch or an exit (the text looks truncated)"]
+    );
+    assert_eq!(slice(cut, parsed.errors[0].range), "/*0020*/              @!P0 BRA `(.L_x_0) ;");
+    let cut = &NVDISASM[..NVDISASM.find("        .type           $k$helper").unwrap()];
+    assert_eq!(errors_of(&parse(cut)), [] as [&str; 0], "ends with `EXIT`");
+    let cut = &NVDISASM[..NVDISASM.find(".L_x_2:").unwrap()];
+    assert_eq!(errors_of(&parse(cut)), [] as [&str; 0], "ends with `RET`");
     for end in 0..CUOBJDUMP.len() {
         let _ = parse(&CUOBJDUMP[..end]);
     }
