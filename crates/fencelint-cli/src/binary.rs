@@ -146,6 +146,8 @@ pub(crate) struct BinaryOutput {
     pub functions: usize,
     /// The binary held no CUDA code at all (a host-only library found in a directory).
     pub no_cuda: bool,
+    /// The architectures of the cubins disassembled (`sm_90`), in the order first met.
+    pub archs: Vec<String>,
 }
 
 /// One cubin or PTX file of a binary.
@@ -186,6 +188,7 @@ pub(crate) fn lint_binaries(
             errors: Vec::new(),
             functions: 0,
             no_cuda: false,
+            archs: Vec::new(),
         })
         .collect();
     if inputs.is_empty() {
@@ -319,6 +322,11 @@ pub(crate) fn lint_binaries(
         let result = result.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
         let Some(result) = result else { continue };
         let output = &mut outputs[unit.binary];
+        if let Some(arch) = unit.arch.as_ref().filter(|_| !unit.ptx)
+            && !output.archs.contains(arch)
+        {
+            output.archs.push(arch.clone());
+        }
         output.functions += result.functions;
         output.findings.extend(result.findings);
         if let Some(error) = result.error {

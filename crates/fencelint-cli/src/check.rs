@@ -234,6 +234,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
                 findings: Vec::new(),
                 functions: 0,
                 error: Some((0, format!("cannot read file: {err}"))),
+                archs: Vec::new(),
             },
         };
         n_streamed_functions += output.functions;
@@ -288,6 +289,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         for error in &output.errors {
             diagnostics.push(input_error(file, 0, error));
         }
+        diagnostics.extend(newer_archs(file, &newer_than_checked(&output.archs)));
         // A cubin's own PTX is registered once, however many of its functions point into it.
         let mut companions: Vec<(std::sync::Arc<binary::Companion>, FileId)> = Vec::new();
         for finding in output.findings {
@@ -355,10 +357,11 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         })
         .collect();
     let mut n_suppressed = 0usize;
-    for output in outputs {
+    for (job, output) in jobs.iter().zip(outputs) {
         n_kernels += output.functions;
         n_suppressed += output.suppressed;
         diagnostics.extend(output.diagnostics);
+        diagnostics.extend(newer_archs(job.file, &newer_than_checked(&output.sass_archs)));
     }
     fencelint_diagnostics::sort(&mut diagnostics);
     let n_ignored = config.filter(&db, &mut diagnostics);
@@ -493,6 +496,13 @@ fn add_streamed(
         let file = db.add_excerpt(name.to_owned(), String::new(), base);
         diagnostics.push(input_error(file, 0, &message));
     }
+    let archs: Vec<String> = output.archs.iter().map(ToString::to_string).collect();
+    let newer = newer_than_checked(&archs);
+    if !newer.is_empty() {
+        let file =
+            db.add_excerpt(name.to_owned(), String::new(), fencelint_source::Excerpt::default());
+        diagnostics.extend(newer_archs(file, &newer));
+    }
     for found in output.findings {
         let ids: Vec<FileId> = found
             .snippets
@@ -507,6 +517,33 @@ fn add_streamed(
             diagnostics.push(diagnostic);
         }
     }
+}
+
+/// Those of `archs` (`sm_90a`) newer than any whose SASS has been checked.
+fn newer_than_checked(archs: &[String]) -> Vec<String> {
+    let newer = |arch: &&String| {
+        fencelint_sass::Arch::parse(arch).is_some_and(fencelint_sass::Arch::is_newer_than_checked)
+    };
+    archs.iter().filter(newer).cloned().collect()
+}
+
+/// A note at the start of `file` for each architecture of `archs` (all newer than any whose
+/// SASS has been checked): the semantics table may not know its instructions.
+fn newer_archs(file: FileId, archs: &[String]) -> impl Iterator<Item = Diagnostic> + '_ {
+    archs.iter().map(move |arch| {
+        let label = Label::new(file, TextRange::empty(0), "");
+        Diagnostic::new(
+            codes::UNKNOWN_ARCHITECTURE,
+            Severity::Note,
+            format!(
+                "`{arch}` is newer than any architecture whose SASS fencelint has been checked \
+                 against (up to sm_{}): an instruction new to it is kept as an unknown one, and \
+                 a hazard it takes part in may go unreported",
+                fencelint_sass::NEWEST_CHECKED_ARCH
+            ),
+            label,
+        )
+    })
 }
 
 fn plural(n: usize) -> &'static str {

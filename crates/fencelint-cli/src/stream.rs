@@ -78,6 +78,17 @@ pub(crate) struct StreamOutput {
     pub functions: usize,
     /// A read error, with the byte offset reached.
     pub error: Option<(u64, String)>,
+    /// The architectures the listing's functions were compiled for, in the order first met.
+    pub archs: Vec<fencelint_sass::Arch>,
+}
+
+/// Adds `arch` to `archs` unless it is there.
+fn note_arch(archs: &mut Vec<fencelint_sass::Arch>, arch: Option<fencelint_sass::Arch>) {
+    if let Some(arch) = arch
+        && !archs.contains(&arch)
+    {
+        archs.push(arch);
+    }
 }
 
 /// What the workers of one listing found: the number of functions, and the excerpts of those
@@ -113,7 +124,11 @@ impl Found {
     }
 
     /// The output, findings in file order.
-    fn into_output(self, error: Option<(u64, String)>) -> StreamOutput {
+    fn into_output(
+        self,
+        error: Option<(u64, String)>,
+        archs: Vec<fencelint_sass::Arch>,
+    ) -> StreamOutput {
         let mut excerpts =
             self.excerpts.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
         excerpts.sort_by_key(|(index, _)| *index);
@@ -121,6 +136,7 @@ impl Found {
             findings: excerpts.into_iter().map(|(_, excerpt)| excerpt).collect(),
             functions: self.functions.into_inner(),
             error,
+            archs,
         }
     }
 }
@@ -142,6 +158,7 @@ pub(crate) fn lint_listing<R: BufRead>(
     let keep = Keep::new(linking::budget(0));
     let mut error = None;
     let mut offset = 0;
+    let mut archs = Vec::new();
     std::thread::scope(|scope| {
         let (receiver, found, keep) = (&receiver, &found, &keep);
         for _ in 0..workers.max(1) {
@@ -192,6 +209,7 @@ pub(crate) fn lint_listing<R: BufRead>(
             }
             match chunk {
                 Ok(chunk) => {
+                    note_arch(&mut archs, chunk.arch);
                     offset =
                         chunk.offset + (chunk.text.len() as u64 - u64::from(chunk.target_line));
                     let reserved = keep.reserve(&chunk);
@@ -229,7 +247,7 @@ pub(crate) fn lint_listing<R: BufRead>(
     let listing_len = usize::try_from(offset).unwrap_or(usize::MAX);
     let is_left_out = |key: &Key| left_out.contains(key);
     follow_calls(&views, listing_len, &|_| (), &is_left_out, &found, settings, workers);
-    found.into_output(error)
+    found.into_output(error, archs)
 }
 
 /// The functions of a listing streamed from a reader that [`follow_calls`] may read again,
@@ -478,7 +496,11 @@ pub(crate) fn lint_mapped(
     let release_kept = |p: usize| release(cut_out[p].range.to_usize());
     let left_out = |_: &Key| false;
     follow_calls(&kept, bytes.len(), &release_kept, &left_out, &found, settings, workers);
-    Some(found.into_output(None))
+    let mut archs = Vec::new();
+    for chunk in &cut_out {
+        note_arch(&mut archs, chunk.arch);
+    }
+    Some(found.into_output(None, archs))
 }
 
 /// The first file id of the marks that [`follow_calls`] puts on labels: `MARK - k` for the

@@ -758,3 +758,58 @@ fn a_piped_listing_past_its_budget_says_which_calls_were_not_followed() {
     let (found, _) = outcomes(10 * text.len());
     assert!(found.iter().all(|(_, severity)| severity == "error"), "{found:?}");
 }
+
+/// A listing for an architecture newer than any whose SASS has been checked is linted, with a
+/// note at its first line: read whole, streamed from a file, piped and as nvdisasm JSON. The
+/// same listing for its own architecture has no such note. (Compiled fixtures with their
+/// architecture renamed.)
+#[test]
+fn a_listing_for_a_newer_architecture_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    for path in [
+        "fixtures/compiled/sm_90a/spin_poll.cuobjdump.sass",
+        "fixtures/compiled/sm_90a/spin_poll.nvdisasm.sass",
+        "fixtures/compiled/sm_90a/wgmma.nvdisasm.json",
+    ] {
+        let own = fencelint(&["check", "--format", "json", path]);
+        assert!(!stdout(&own).contains("unknown-architecture"), "{path}");
+        let text = fs::read_to_string(repo().join(path)).expect("fixture");
+        let renamed = text
+            .replace("sm_90a", "sm_190a")
+            .replace("SM90", "SM190")
+            .replace(r#""major":9,"minor":0"#, r#""major":19,"minor":0"#);
+        let newer = dir.path().join(path.rsplit('/').next().unwrap());
+        fs::write(&newer, &renamed).unwrap();
+        let newer = newer.to_str().unwrap();
+        let expected: Vec<_> =
+            findings(&own).into_iter().chain([("unknown-architecture".to_owned(), 1, 1)]).collect();
+        // The renaming lengthens nvdisasm JSON's one line: columns move there.
+        let json = std::path::Path::new(path).extension().is_some_and(|e| e == "json");
+        let sorted = |found: Vec<(String, u64, u64)>| {
+            let mut found: Vec<_> =
+                found.into_iter().map(|(r, l, c)| (r, l, if json { 0 } else { c })).collect();
+            found.sort();
+            found
+        };
+        let whole = common::command(&["check", "--format", "json", newer]).output().unwrap();
+        let streamed = common::command(&["check", "--format", "json", newer])
+            .env("FENCELINT_STREAM_MIN", "1")
+            .output()
+            .unwrap();
+        let piped = check_piped_as("-", &[("FENCELINT_STREAM_MIN", "1")], &[], renamed.into());
+        for (how, run) in [("whole", &whole), ("streamed", &streamed), ("piped", &piped)] {
+            assert_eq!(run.status.code(), own.status.code(), "{path} {how}: {}", stderr(run));
+            assert_eq!(sorted(findings(run)), sorted(expected.clone()), "{path} {how}");
+            let doc: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+            let note = doc["diagnostics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|d| d["rule"] == "unknown-architecture")
+                .unwrap();
+            assert_eq!(note["severity"], "note", "{path} {how}");
+            let message = note["message"].as_str().unwrap();
+            assert!(message.starts_with("`sm_190a` is newer than any architecture"), "{message}");
+        }
+    }
+}

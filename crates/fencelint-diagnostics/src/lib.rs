@@ -87,6 +87,9 @@ pub mod codes {
     /// An inline `// fencelint: allow(...)` suppression that suppressed nothing, names an unknown
     /// rule, or cannot be read.
     pub const UNUSED_SUPPRESSION: &str = "unused-suppression";
+    /// A SASS listing for an architecture newer than any the semantics table was checked
+    /// against: instructions new to it are read as unknown ones.
+    pub const UNKNOWN_ARCHITECTURE: &str = "unknown-architecture";
 }
 
 /// One finding.

@@ -13,7 +13,7 @@ use fencelint_diagnostics::{Diagnostic, Label, Severity, codes};
 use fencelint_ir::{Function, Module};
 pub use fencelint_lower::{InputKind, detect};
 use fencelint_rules::FunctionCx;
-use fencelint_source::{FileId, TextRange};
+use fencelint_source::{Dialect, FileId, TextRange};
 use rayon::prelude::*;
 pub use settings::{RuleSelection, SelectionError, Settings};
 pub use suppress::{FunctionSpan, Suppressions};
@@ -34,6 +34,8 @@ pub struct LintOutput {
     /// local, parameter or constant memory) or orders memory. Code without one
     /// (`__cuda_sm20_rem_u64`) cannot change what the code that calls it shows.
     pub shares_memory: bool,
+    /// The architectures of the SASS code linted (`sm_90a`), sorted, once each.
+    pub sass_archs: Vec<String>,
 }
 
 impl LintOutput {
@@ -46,6 +48,9 @@ impl LintOutput {
         self.external_calls.sort_unstable();
         self.external_calls.dedup();
         self.shares_memory |= other.shares_memory;
+        self.sass_archs.extend(other.sass_archs);
+        self.sass_archs.sort_unstable();
+        self.sass_archs.dedup();
     }
 }
 
@@ -354,9 +359,14 @@ pub fn lint_lowered(lowered: fencelint_lower::Lowered, settings: &Settings) -> L
         output.diagnostics.extend(lint_module(module, settings));
         output.external_calls.extend(module.external_calls.iter().cloned());
         output.shares_memory |= module.functions.iter().any(shares_memory);
+        if module.dialect == Some(Dialect::Sass) {
+            output.sass_archs.extend(module.target.clone());
+        }
     }
     output.external_calls.sort_unstable();
     output.external_calls.dedup();
+    output.sass_archs.sort_unstable();
+    output.sass_archs.dedup();
     fencelint_diagnostics::sort(&mut output.diagnostics);
     fencelint_diagnostics::dedup_sorted(&mut output.diagnostics);
     output

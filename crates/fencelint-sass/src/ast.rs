@@ -20,7 +20,17 @@ pub struct Arch {
     pub suffix: Option<char>,
 }
 
+/// The newest architecture whose SASS fencelint has read and its semantics table was checked
+/// against: the `sm_121a` cubins of `PyTorch` (docs/sass-coverage.md). A listing for a newer
+/// one may hold instructions the table does not know.
+pub const NEWEST_CHECKED_ARCH: u32 = 121;
+
 impl Arch {
+    /// Whether this architecture is newer than [`NEWEST_CHECKED_ARCH`].
+    pub fn is_newer_than_checked(self) -> bool {
+        self.number > NEWEST_CHECKED_ARCH
+    }
+
     /// Reads `sm_90a`, `compute_90a`, `SM90`, `sm90` or `90a`; returns `None` for anything else.
     pub fn parse(text: &str) -> Option<Self> {
         let text = text.trim();

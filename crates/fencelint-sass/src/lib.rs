@@ -70,9 +70,9 @@ use std::fmt;
 use fencelint_source::TextRange;
 
 pub use ast::{
-    Address, Arch, ConstBank, ConstOperand, FloatImm, Guard, MemOperand, MemPrefix, Operand,
-    OperandKind, RegFile, RegRef, Register, SassFunction, SassInst, SassLabel, SassModule, SrcLine,
-    Suffix,
+    Address, Arch, ConstBank, ConstOperand, FloatImm, Guard, MemOperand, MemPrefix,
+    NEWEST_CHECKED_ARCH, Operand, OperandKind, RegFile, RegRef, Register, SassFunction, SassInst,
+    SassLabel, SassModule, SrcLine, Suffix,
 };
 pub use detect::{DETECT_PREFIX, InputFormat, SassFormat, detect, detect_input};
 /// The blank skipping of the hot path, for the `scan-floor` example, which times it.

@@ -1947,14 +1947,16 @@ fn report(cx: &mut FunctionCx<'_>, poll: &Poll, read: InstId, counts: Counts, st
                 "one thread polls and passes what it read to the others through shared memory: a barrier orders the threads after that thread's read, but only an acquire by the polling thread orders them after the flag's producer",
             );
     }
-    if counts.polls > 1 {
-        report =
-            report.note(format!("{} other unordered polls lead to this read", counts.polls - 1));
-    }
-    if counts.reads > 1 {
-        report =
-            report.note(format!("{} more reads after the loop are unordered", counts.reads - 1));
-    }
+    report = match counts.polls {
+        0 | 1 => report,
+        2 => report.note("1 other unordered poll leads to this read"),
+        n => report.note(format!("{} other unordered polls lead to this read", n - 1)),
+    };
+    report = match counts.reads {
+        0 | 1 => report,
+        2 => report.note("1 more read after the loop is unordered"),
+        n => report.note(format!("{} more reads after the loop are unordered", n - 1)),
+    };
     if let Some(opcode) = strong_opcode {
         report = report.note(if strong.len() == 1 {
             format!(
