@@ -641,6 +641,7 @@ fn meaning_of(class: Class, facts: &mut Facts<'_>) -> Result<Meaning, String> {
             "cp" => Tcgen05Op::Cp,
             "shift" => Tcgen05Op::Shift,
             "commit" => Tcgen05Op::Commit { multicast: false },
+            "commit_multicast" => Tcgen05Op::Commit { multicast: true },
             other => return Err(format!("unknown tcgen05 op `{other}`")),
         }),
         Class::Wgmma => InstKind::Wgmma(match required_op(facts)? {

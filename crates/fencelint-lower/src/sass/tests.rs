@@ -3,7 +3,7 @@
 
 use fencelint_ir::{
     AddrBase, AluOp, AsyncOp, Barrier, Fence, FenceKind, Function, InstId, InstKind, IntCompare,
-    MbarrierOp, Module, Relation, Scope, Sem, Space, ValueOp,
+    MbarrierOp, Module, Relation, Scope, Sem, Space, Tcgen05Op, ValueOp,
 };
 use fencelint_sass::SassFormat;
 use fencelint_source::FileId;
@@ -437,6 +437,8 @@ fn scoreboard_waits_and_fences() {
         /*0070*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P1, [UR6+0x8], R2 ;
         /*0080*/                   ATOMG.E.ADD.STRONG.GPU PT, R5, desc[UR4][R4.64], R9 ;
         /*0090*/                   UNKNOWNOP.X R1, R2 ;
+        /*00a0*/                   UTCBAR [UR4], URZ ;
+        /*00b0*/                   UTCBAR.MULTICAST [UR6], URZ, UR5 ;
 		..........
 ";
     let modules = lower(text, SassFormat::CuobjdumpText);
@@ -478,6 +480,9 @@ fn scoreboard_waits_and_fences() {
     let unknown = &f.insts[9];
     assert_eq!((unknown.kind.clone(), unknown.opcode.as_str()), (InstKind::Other, "UNKNOWNOP.X"));
     assert_eq!(names(f, &unknown.defs), ["R1"]);
+    // A commit to the CTA's own barrier, and one multicast to the CTAs a mask names.
+    assert_eq!(f.insts[10].kind, InstKind::Tcgen05(Tcgen05Op::Commit { multicast: false }));
+    assert_eq!(f.insts[11].kind, InstKind::Tcgen05(Tcgen05Op::Commit { multicast: true }));
 }
 
 #[test]
