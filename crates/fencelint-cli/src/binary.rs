@@ -1434,9 +1434,16 @@ fn finding(
     Finding { name, unit: unit.to_owned(), snippets, diagnostics, companion }
 }
 
-/// Demangles an Itanium C++ name (`_Z…`), or `None` if it is not one.
+/// Demangles an Itanium C++ name (`_Z…`), or `None` if it is not one. A `$N` suffix (the copy
+/// of a function that a separately compiled cubin holds under a name of its own,
+/// `_Z21wait_relaxed_and_readPKjPKf$1`) stays after the demangled name.
 pub(crate) fn demangle(name: &str) -> Option<String> {
-    cpp_demangle::Symbol::new(name.as_bytes()).ok()?.demangle().ok()
+    let demangle = |name: &str| cpp_demangle::Symbol::new(name.as_bytes()).ok()?.demangle().ok();
+    demangle(name).or_else(|| {
+        let (base, copy) = name.rsplit_once('$')?;
+        let digits = !copy.is_empty() && copy.bytes().all(|b| b.is_ascii_digit());
+        digits.then(|| demangle(base)).flatten().map(|readable| format!("{readable}${copy}"))
+    })
 }
 
 /// Cubins at least this large are disassembled in parts, one `nvdisasm -fun` process each.
@@ -1505,6 +1512,19 @@ mod tests {
         assert_eq!(entry_number("no_number.sm_90.cubin"), u64::MAX);
         assert_eq!(entry_number("sm_90.cubin"), u64::MAX);
         assert_eq!(entry_number("plain"), u64::MAX);
+    }
+
+    #[test]
+    fn names_demangle_with_their_copy_number() {
+        let name = "wait_relaxed_and_read(unsigned int const*, float const*)";
+        assert_eq!(demangle("_Z21wait_relaxed_and_readPKjPKf").as_deref(), Some(name));
+        assert_eq!(
+            demangle("_Z21wait_relaxed_and_readPKjPKf$1").as_deref(),
+            Some(format!("{name}$1").as_str())
+        );
+        assert_eq!(demangle("_Z21wait_relaxed_and_readPKjPKf$"), None);
+        assert_eq!(demangle("_Z21wait_relaxed_and_readPKjPKf$x1"), None);
+        assert_eq!(demangle("kernel$1"), None);
     }
 
     /// The findings of a unit as comparable lines, sorted.

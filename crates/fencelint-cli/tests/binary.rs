@@ -131,8 +131,8 @@ fn statistics_count_the_cubins_of_a_binary() {
 /// `(callee)``), and the calls are followed: a small cubin is linted whole, with the findings of
 /// the same cubin's nvdisasm listing (checked against the kernel file's expectations by the
 /// fixture tests); a larger one (here: `FENCELINT_LINKED_MAX=0`) holds its callable functions
-/// and lints each function with the ones it calls, with the same findings, except that a
-/// finding wholly inside a called function is that function's own rather than its caller's.
+/// and lints each function with the ones it calls, with the same findings and owners: a
+/// finding wholly inside a called function is that function's own, on both paths.
 /// Each label's excerpt line is the instruction at the label's address, in the caller's text or
 /// in the callee's text that follows it.
 #[test]
@@ -170,29 +170,20 @@ fn calls_between_the_functions_of_a_cubin_are_followed() {
         let found = keys(&out);
         assert_eq!(found, expected, "{arch}");
         let callers = found.iter().filter(|k| k.1.starts_with("call_")).count();
-        assert!(callers >= 3, "{arch}: the kernels' own findings: {found:?}");
+        assert!(callers >= 2, "{arch}: the kernels' own findings: {found:?}");
+        // `call_wait_and_read_twice` calls `wait_relaxed_and_read`'s copy `$1`, which polls and
+        // reads: the finding in the callee's code is the callee's, not the kernel's.
+        let callee = |k: &Key| k.1 == "wait_relaxed_and_read" && k.0 == "spin-poll-without-acquire";
+        assert!(found.iter().filter(|k| callee(k)).count() >= 2, "{arch}: {found:?}");
+        assert!(!found.iter().any(|k| k.1 == "call_wait_and_read_twice"), "{arch}: {found:?}");
         assert_excerpts_show_the_addresses(arch, &cubin, &out, &[]);
 
+        // Held callees (the path of a larger cubin) give the same findings, with the same owners.
         let held = common::command(&["check"].into_iter().chain(args).collect::<Vec<_>>())
             .env("FENCELINT_LINKED_MAX", "0")
             .output()
             .unwrap();
-        let held_keys = keys(&held);
-        let moved: Vec<(&Key, &Key)> = expected
-            .iter()
-            .filter(|k| !held_keys.contains(k))
-            .zip(held_keys.iter().filter(|k| !expected.contains(k)))
-            .collect();
-        assert_eq!(held_keys.len(), expected.len(), "{arch}: {held_keys:?}");
-        // `call_wait_and_read_twice` calls `wait_relaxed_and_read`, which polls and reads.
-        assert_eq!(moved.len(), 1, "{arch}: {held_keys:?}");
-        for (listed, own) in moved {
-            assert_eq!((&listed.0, &listed.2, &listed.3), (&own.0, &own.2, &own.3), "{arch}");
-            assert_eq!(
-                (listed.1.as_str(), own.1.as_str()),
-                ("call_wait_and_read_twice", "wait_relaxed_and_read")
-            );
-        }
+        assert_eq!(keys(&held), expected, "{arch}");
         assert_excerpts_show_the_addresses(arch, &cubin, &held, &[("FENCELINT_LINKED_MAX", "0")]);
     }
 }

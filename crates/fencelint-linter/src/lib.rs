@@ -239,16 +239,46 @@ pub fn lint_ptx_by_function(file: FileId, text: &str, settings: &Settings) -> Li
         .collect();
     let Some(parts) = parts else { return whole() };
     // Kernels first, as `lint_module` takes them.
-    let mut parts: Vec<(bool, LintOutput)> =
-        outline.spans.iter().zip(parts).map(|(span, part)| (span.is_kernel(), part)).collect();
-    parts.sort_by_key(|(kernel, _)| !kernel);
+    let mut parts: Vec<(bool, TextRange, LintOutput)> = outline
+        .spans
+        .iter()
+        .zip(parts)
+        .map(|(span, part)| (span.is_kernel(), span.range, part))
+        .collect();
+    parts.sort_by_key(|(kernel, ..)| !kernel);
     let mut output = LintOutput::default();
-    for (_, part) in parts {
+    let mut found = Vec::new();
+    for (_, range, mut part) in parts {
+        found.extend(std::mem::take(&mut part.diagnostics).into_iter().map(|d| (range, d)));
         output.merge(part);
     }
-    fencelint_diagnostics::sort(&mut output.diagnostics);
-    fencelint_diagnostics::dedup_sorted(&mut output.diagnostics);
+    output.diagnostics = keep_once(found, file);
     output
+}
+
+/// Sorts the findings of several functions of one text, each with the range of the function
+/// that found it, and keeps one of each place, rule and message. Code that several functions
+/// hold (a callee's body, copied into each caller per call) gives the same finding once per
+/// copy: the one found by the function whose own code it is in is kept, so that a finding in
+/// a callee's code that the callee shows alone is the callee's, as when a listing is cut into
+/// functions (`fencelint-cli`'s `linking`); else the first, in the order given.
+fn keep_once(found: Vec<(TextRange, Diagnostic)>, file: FileId) -> Vec<Diagnostic> {
+    let mut found: Vec<(bool, Diagnostic)> = found
+        .into_iter()
+        .map(|(range, d)| {
+            let own = d.primary.file == file
+                && range.start <= d.primary.range.start
+                && d.primary.range.end <= range.end;
+            (!own, d)
+        })
+        .collect();
+    // Stable: among equal findings of equal standing, the order given.
+    found.sort_by(|(a_other, a), (b_other, b)| {
+        a.sort_key().cmp(&b.sort_key()).then(a_other.cmp(b_other))
+    });
+    let mut diagnostics: Vec<Diagnostic> = found.into_iter().map(|(_, d)| d).collect();
+    fencelint_diagnostics::dedup_sorted(&mut diagnostics);
+    diagnostics
 }
 
 fn lint_text_with(
@@ -392,15 +422,18 @@ pub fn lint_module(module: &Module, settings: &Settings) -> Vec<Diagnostic> {
     if rules.is_empty() {
         return Vec::new();
     }
-    // Kernels first: a finding in code that a kernel and the function it calls both hold (the
-    // callee's body, copied into the caller per call) is kept as the kernel's.
+    // Kernels first: a finding in code that a kernel and a function it calls both hold (the
+    // callee's body, copied into the caller per call) and that is in neither's own code is
+    // kept as the kernel's; one in the callee's own code is the callee's ([`keep_once`]).
     let mut functions: Vec<&Function> = module.functions.iter().collect();
     functions.sort_by_key(|func| !func.is_kernel);
-    let mut diagnostics: Vec<Diagnostic> =
-        functions.par_iter().flat_map_iter(|func| lint_function(module, func, &rules)).collect();
-    fencelint_diagnostics::sort(&mut diagnostics);
-    fencelint_diagnostics::dedup_sorted(&mut diagnostics);
-    diagnostics
+    let found: Vec<(TextRange, Diagnostic)> = functions
+        .par_iter()
+        .flat_map_iter(|func| {
+            lint_function(module, func, &rules).into_iter().map(|d| (func.range, d))
+        })
+        .collect();
+    keep_once(found, module.file.unwrap_or(FileId(0)))
 }
 
 fn lint_function(

@@ -138,3 +138,70 @@ fn lint_text_of_a_large_module() {
     assert_eq!(linted.suppressed, 1);
     assert_eq!(linted.diagnostics.len(), whole.diagnostics.len() - 1);
 }
+
+/// A `.func` that polls and then reads, called by two kernels: each kernel's copy of the
+/// callee's code gives the callee's finding at the same place, and linted alone the callee
+/// gives it too. The callee owns it, once, on both paths, whichever kernel comes first; a
+/// kernel's own read after the call stays the kernel's.
+#[test]
+fn a_hazard_in_a_called_function_is_the_callee_s() {
+    let callee = ".visible .func wait_and_read(.param .b64 f, .param .b64 d)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<3>;
+    ld.param.b64 %rd1, [f];
+    ld.param.b64 %rd2, [d];
+$L_spin:
+    ld.relaxed.gpu.global.u32 %r1, [%rd1];
+    setp.eq.s32 %p1, %r1, 0;
+    @%p1 bra $L_spin;
+    ld.global.u32 %r2, [%rd2];
+    ret;
+}
+";
+    let kernel = |name: &str, own_read: &str| {
+        format!(
+            ".visible .entry {name}(.param .u64 f, .param .u64 d, .param .u64 o)
+{{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [f];
+    ld.param.u64 %rd2, [d];
+    ld.param.u64 %rd3, [o];
+    {{
+    .param .b64 a0;
+    st.param.b64 [a0], %rd1;
+    .param .b64 a1;
+    st.param.b64 [a1], %rd2;
+    call.uni wait_and_read, (a0, a1);
+    }}
+$L_spin:
+    ld.relaxed.gpu.global.u32 %r1, [%rd1];
+    setp.eq.s32 %p1, %r1, 0;
+    @%p1 bra $L_spin;
+    {own_read}
+    ret;
+}}
+"
+        )
+    };
+    let read = "ld.global.u32 %r2, [%rd2];\n    st.global.u32 [%rd3], %r2;";
+    for order in [[0, 1], [1, 0]] {
+        let kernels = [kernel("first", read), kernel("second", "")];
+        let text = format!("{HEADER}{callee}{}{}", kernels[order[0]], kernels[order[1]]);
+        let (whole, parts) = both(&text);
+        assert_eq!(whole.diagnostics, parts.diagnostics);
+        let polls: Vec<(&str, u32)> = whole
+            .diagnostics
+            .iter()
+            .filter(|d| d.rule == "spin-poll-without-acquire")
+            .map(|d| (d.kernel.as_deref().unwrap_or_default(), d.primary.range.start))
+            .collect();
+        let callee_read = u32::try_from(text.find("ld.global.u32 %r2").unwrap()).unwrap();
+        assert!(polls.contains(&("wait_and_read", callee_read)), "{polls:?}");
+        assert!(!polls.iter().any(|&(k, at)| k != "wait_and_read" && at == callee_read));
+        assert!(polls.iter().any(|&(k, at)| k == "first" && at > callee_read), "{polls:?}");
+    }
+}
