@@ -25,7 +25,9 @@
 #                              called by name (kernel files with an `// extra: rdc`
 #                              line only; so for the next two)
 #   <stem>.rdc.cubin           nvcc -O3 -cubin -rdc=true -lineinfo, from that .ptx
-#   <stem>.rdc.nvdisasm.sass   nvdisasm -c -g of it (cuobjdump prints no callee names)
+#   <stem>.rdc.nvdisasm.sass   nvdisasm -c -g of it
+#   <stem>.rdc.cuobjdump.sass  cuobjdump -sass of it, which prints no callee names
+#                              (`CALL.ABS.NOINC 0x0`: the calls-not-followed note)
 #   <stem>.rdc.nvdisasm.json   nvdisasm -json of it (last arch on the line only)
 # and, for binary-input tests, fixtures/compiled/multiarch/:
 #   spin_poll.fatbin           nvcc -fatbin, sm_90a + sm_100a SASS, compute_100a PTX
@@ -135,6 +137,7 @@ for src in fixtures/kernels/*.cu; do
             fi
             if [[ " $extra " == *" rdc "* ]]; then
                 nvdisasm -c -g "$stem.rdc.cubin" >"$stem.rdc.nvdisasm.sass"
+                cuobjdump -sass "$stem.rdc.cubin" >"$stem.rdc.cuobjdump.sass"
                 if [ "$arch" = "$last_arch" ]; then
                     nvdisasm -json "$stem.rdc.cubin" >"$stem.rdc.nvdisasm.json"
                 fi

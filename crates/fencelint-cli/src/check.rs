@@ -235,6 +235,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
                 functions: 0,
                 error: Some((0, format!("cannot read file: {err}"))),
                 archs: Vec::new(),
+                unnamed_calls: fencelint_linter::UnnamedCalls::default(),
             },
         };
         n_streamed_functions += output.functions;
@@ -362,6 +363,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         n_suppressed += output.suppressed;
         diagnostics.extend(output.diagnostics);
         diagnostics.extend(newer_archs(job.file, &newer_than_checked(&output.sass_archs)));
+        diagnostics.extend(unnamed_calls(job.file, output.unnamed_calls));
     }
     fencelint_diagnostics::sort(&mut diagnostics);
     let n_ignored = config.filter(&db, &mut diagnostics);
@@ -498,10 +500,11 @@ fn add_streamed(
     }
     let archs: Vec<String> = output.archs.iter().map(ToString::to_string).collect();
     let newer = newer_than_checked(&archs);
-    if !newer.is_empty() {
+    if !newer.is_empty() || output.unnamed_calls.calls > 0 {
         let file =
             db.add_excerpt(name.to_owned(), String::new(), fencelint_source::Excerpt::default());
         diagnostics.extend(newer_archs(file, &newer));
+        diagnostics.extend(unnamed_calls(file, output.unnamed_calls));
     }
     for found in output.findings {
         let ids: Vec<FileId> = found
@@ -543,6 +546,30 @@ fn newer_archs(file: FileId, archs: &[String]) -> impl Iterator<Item = Diagnosti
             ),
             label,
         )
+    })
+}
+
+/// A note at the start of `file` when its SASS has calls that name no callee.
+fn unnamed_calls(file: FileId, unnamed: fencelint_linter::UnnamedCalls) -> Option<Diagnostic> {
+    let fencelint_linter::UnnamedCalls { calls, functions } = unnamed;
+    (calls > 0).then(|| {
+        Diagnostic::new(
+            codes::CALLS_NOT_FOLLOWED,
+            Severity::Note,
+            format!(
+                "{calls} call{} in {functions} function{} name{} no callee (`CALL.ABS.NOINC \
+                 0x0`: cuobjdump prints a call that the linker resolves without its target), so \
+                 the code {} call{} was not checked in the caller's context, and a hazard across \
+                 such a call may go unreported",
+                plural(calls),
+                plural(functions),
+                if calls == 1 { "s" } else { "" },
+                if calls == 1 { "it" } else { "they" },
+                if calls == 1 { "s" } else { "" },
+            ),
+            Label::new(file, TextRange::empty(0), ""),
+        )
+        .with_help("lint the cubin itself, or its `nvdisasm` listing, which names each callee")
     })
 }
 

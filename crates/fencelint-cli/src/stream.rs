@@ -13,7 +13,7 @@ use std::sync::mpsc::{channel, sync_channel};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use fencelint_diagnostics::{Diagnostic, Label, Severity, codes};
-use fencelint_linter::{InputKind, Settings, Split};
+use fencelint_linter::{InputKind, Settings, Split, UnnamedCalls};
 use fencelint_sass::{FunctionSplitter, SassChunk, SassFormat};
 use fencelint_source::{Excerpt, FileId, TextRange};
 
@@ -80,6 +80,8 @@ pub(crate) struct StreamOutput {
     pub error: Option<(u64, String)>,
     /// The architectures the listing's functions were compiled for, in the order first met.
     pub archs: Vec<fencelint_sass::Arch>,
+    /// The calls that name no callee (`fencelint_linter::LintOutput::unnamed_calls`).
+    pub unnamed_calls: UnnamedCalls,
 }
 
 /// Adds `arch` to `archs` unless it is there.
@@ -102,6 +104,7 @@ struct Found {
     /// The functions with no instruction that touches memory other threads see or orders it
     /// (`fencelint_linter::LintOutput::shares_memory`): calls of them are not followed.
     private: Mutex<Vec<usize>>,
+    unnamed_calls: Mutex<UnnamedCalls>,
 }
 
 impl Found {
@@ -110,12 +113,16 @@ impl Found {
     fn add(
         &self,
         index: usize,
-        result: std::thread::Result<(usize, Option<Excerpted>)>,
+        result: std::thread::Result<(usize, Option<Excerpted>, UnnamedCalls)>,
         function: &str,
         at: Excerpt,
     ) {
-        let (n, excerpt) = result.unwrap_or_else(|_| (0, Some(crashed(function, at))));
+        let (n, excerpt, unnamed) =
+            result.unwrap_or_else(|_| (0, Some(crashed(function, at)), UnnamedCalls::default()));
         self.functions.fetch_add(n, Ordering::Relaxed);
+        if unnamed.calls > 0 {
+            self.unnamed_calls.lock().unwrap_or_else(PoisonError::into_inner).add(unnamed);
+        }
         if let Some(excerpt) = excerpt {
             let mut excerpts =
                 self.excerpts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -137,6 +144,7 @@ impl Found {
             functions: self.functions.into_inner(),
             error,
             archs,
+            unnamed_calls: self.unnamed_calls.into_inner().unwrap_or_else(PoisonError::into_inner),
         }
     }
 }
@@ -193,7 +201,7 @@ pub(crate) fn lint_listing<R: BufRead>(
                         if let Some(text) = keep.offer(offered, at, calls, shares, found) {
                             let _ = recycle.send(text);
                         }
-                        (linted.functions, linted.excerpt)
+                        (linted.functions, linted.excerpt, linted.unnamed_calls)
                     });
                     found.add(index, result, &function, at);
                 }
@@ -443,19 +451,19 @@ pub(crate) fn lint_mapped(
                         offset: u64::from(chunk.range.start),
                     };
                     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        let (n, excerpt, calls, shares) = lint_text_chunk(&chunk, at, settings);
-                        if !calls.is_empty() {
-                            let caller = Caller { index, names: calls, unkept: None };
+                        let linted = lint_text_chunk(&chunk, at, settings);
+                        if !linted.calls.is_empty() {
+                            let caller = Caller { index, names: linted.calls, unkept: None };
                             found.calls.lock().unwrap_or_else(PoisonError::into_inner).push(caller);
                         }
-                        if !shares {
+                        if !linted.shares {
                             found
                                 .private
                                 .lock()
                                 .unwrap_or_else(PoisonError::into_inner)
                                 .push(index);
                         }
-                        (n, excerpt)
+                        (linted.functions, linted.excerpt, linted.unnamed_calls)
                     }));
                     release(chunk.range.to_usize());
                     found.add(index, result, chunk.function, at);
@@ -834,23 +842,26 @@ fn release_pages(map: &memmap2::Mmap, range: std::ops::Range<usize>) {
     }
 }
 
-/// Lints one function of a mapped listing; `at` is where its text starts in the file. Also
-/// returns the functions it calls by name, and whether it touches memory other threads see or
-/// orders memory ([`follow_calls`]).
+/// Lints one function of a mapped listing; `at` is where its text starts in the file.
 fn lint_text_chunk(
     chunk: &fencelint_sass::TextChunk<'_>,
     at: Excerpt,
     settings: &Settings,
-) -> (usize, Option<Excerpted>, Vec<String>, bool) {
+) -> Linted {
     let text = chunk.text();
     let mut lint = lint_function(text, chunk.format, chunk.arch, settings);
     let calls = std::mem::take(&mut lint.external_calls);
-    if lint.diagnostics.is_empty() {
-        return (lint.functions, None, calls, lint.shares_memory);
+    let excerpt = (!lint.diagnostics.is_empty()).then(|| {
+        let snippets = snippets::cut(text, at, PLACEHOLDER, &mut lint.diagnostics);
+        Excerpted { snippets, diagnostics: lint.diagnostics }
+    });
+    Linted {
+        functions: lint.functions,
+        excerpt,
+        calls,
+        shares: lint.shares_memory,
+        unnamed_calls: lint.unnamed_calls,
     }
-    let snippets = snippets::cut(text, at, PLACEHOLDER, &mut lint.diagnostics);
-    let excerpt = Excerpted { snippets, diagnostics: lint.diagnostics };
-    (lint.functions, Some(excerpt), calls, lint.shares_memory)
 }
 
 /// The `internal-error` for a function whose linting panicked.
@@ -897,14 +908,16 @@ fn lint_function(
     fencelint_linter::lint_lowered(lowered, settings)
 }
 
-/// What linting one function of a streamed listing gave.
+/// What linting one function of a listing cut into functions gave.
 struct Linted {
     functions: usize,
     excerpt: Option<Excerpted>,
-    /// The functions it calls by name that its text does not hold.
+    /// The functions it calls by name that its text does not hold ([`follow_calls`]).
     calls: Vec<String>,
-    /// `fencelint_linter::LintOutput::shares_memory`.
+    /// Whether it touches memory other threads see or orders memory
+    /// (`fencelint_linter::LintOutput::shares_memory`).
     shares: bool,
+    unnamed_calls: UnnamedCalls,
 }
 
 /// Lints one function. The splitter put a `.target` line in front of a function whose
@@ -937,7 +950,13 @@ fn lint_chunk(chunk: &SassChunk, settings: &Settings) -> Linted {
         let snippets = snippets::cut(&chunk.text, base, PLACEHOLDER, &mut lint.diagnostics);
         Excerpted { snippets, diagnostics: lint.diagnostics }
     });
-    Linted { functions: lint.functions, excerpt, calls, shares: lint.shares_memory }
+    Linted {
+        functions: lint.functions,
+        excerpt,
+        calls,
+        shares: lint.shares_memory,
+        unnamed_calls: lint.unnamed_calls,
+    }
 }
 
 #[cfg(test)]
@@ -1030,7 +1049,9 @@ mod tests {
         let settings = Settings::default();
         let shares: Vec<(&str, bool)> = chunks
             .iter()
-            .map(|chunk| (chunk.function, lint_text_chunk(chunk, Excerpt::default(), &settings).3))
+            .map(|chunk| {
+                (chunk.function, lint_text_chunk(chunk, Excerpt::default(), &settings).shares)
+            })
             .collect();
         assert_eq!(
             shares,

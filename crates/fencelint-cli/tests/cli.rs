@@ -810,3 +810,61 @@ fn a_listing_for_a_newer_architecture_says_so() {
         }
     }
 }
+
+/// A cuobjdump listing of a `-rdc` build prints each call by name as `CALL.ABS.NOINC 0x0`,
+/// which names no callee: the calls fall through, and one note at the listing's first line
+/// counts them and the functions that make them, read whole, streamed from the file and
+/// piped. The nvdisasm listing of the same cubin names its callees, and a listing whose calls
+/// all go into the function's own code has no call to count: neither has the note.
+#[test]
+fn a_cuobjdump_listing_says_its_calls_name_no_callee() {
+    let note = |run: &std::process::Output| -> Vec<(String, String, String)> {
+        let doc: serde_json::Value = serde_json::from_slice(&run.stdout).expect("json");
+        doc["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["rule"] == "calls-not-followed")
+            .map(|d| {
+                let text = |key: &str| d[key].as_str().unwrap_or_default().to_owned();
+                (text("severity"), text("message"), d["span"]["line"].to_string())
+            })
+            .collect()
+    };
+    for arch in ["sm_80", "sm_90a", "sm_100a", "sm_120"] {
+        let path = format!("fixtures/compiled/{arch}/noinline_poll.rdc.cuobjdump.sass");
+        let text = fs::read_to_string(repo().join(&path)).expect("fixture");
+        let calls = text.matches("CALL.ABS.NOINC 0x0 ;").count();
+        let callers = text
+            .split("Function : ")
+            .skip(1)
+            .filter(|function| function.contains("CALL.ABS.NOINC 0x0 ;"))
+            .count();
+        assert!(calls > callers && callers > 1, "{path}: {calls} calls in {callers} functions");
+        let expected = format!("{calls} calls in {callers} functions name no callee");
+        let args = ["check", "--format", "json", "--select", "all", path.as_str()];
+        let whole = common::command(&args).output().unwrap();
+        let streamed = common::command(&args).env("FENCELINT_STREAM_MIN", "1").output().unwrap();
+        let piped = check_piped_as(
+            "-",
+            &[("FENCELINT_STREAM_MIN", "1")],
+            &["--select", "all"],
+            text.into(),
+        );
+        for (how, run) in [("whole", &whole), ("streamed", &streamed), ("piped", &piped)] {
+            let found = note(run);
+            assert_eq!(found.len(), 1, "{path} {how}: {}", stdout(run));
+            let (severity, message, line) = &found[0];
+            assert_eq!((severity.as_str(), line.as_str()), ("note", "1"), "{path} {how}");
+            assert!(message.starts_with(&expected), "{path} {how}: {message}");
+            assert_eq!(run.status.code(), whole.status.code(), "{path} {how}");
+        }
+        for other in [
+            format!("fixtures/compiled/{arch}/noinline_poll.rdc.nvdisasm.sass"),
+            format!("fixtures/compiled/{arch}/noinline_poll.cuobjdump.sass"),
+        ] {
+            let run = fencelint(&["check", "--format", "json", &other]);
+            assert!(note(&run).is_empty(), "{other}");
+        }
+    }
+}

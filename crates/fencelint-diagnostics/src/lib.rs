@@ -90,6 +90,9 @@ pub mod codes {
     /// A SASS listing for an architecture newer than any the semantics table was checked
     /// against: instructions new to it are read as unknown ones.
     pub const UNKNOWN_ARCHITECTURE: &str = "unknown-architecture";
+    /// A SASS listing whose calls name no callee (cuobjdump's `CALL.ABS.NOINC 0x0`): the code
+    /// they call was not checked in their callers' context.
+    pub const CALLS_NOT_FOLLOWED: &str = "calls-not-followed";
 }
 
 /// One finding.

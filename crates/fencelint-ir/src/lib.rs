@@ -85,6 +85,10 @@ pub struct Function {
     /// the function's own instructions (the call jumps to its copy, the copy's returns jump
     /// back). What comes before is the function's own code, in text order.
     pub inlined_from: Option<u32>,
+    /// The function's SASS calls whose callee the listing does not name: cuobjdump prints a
+    /// call that the linker resolves (`-rdc` code, `__assertfail`) as `CALL.ABS.NOINC 0x0`.
+    /// They fall through, so the code they call is not seen in this function's context.
+    pub unnamed_calls: u32,
     reg_index: FxHashMap<String, Reg>,
 }
 
@@ -121,6 +125,7 @@ impl Function {
             regs: self.regs.clone(),
             params: self.params.clone(),
             inlined_from: None,
+            unnamed_calls: self.unnamed_calls,
             reg_index: self.reg_index.clone(),
         }
     }

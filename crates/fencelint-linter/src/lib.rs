@@ -36,6 +36,29 @@ pub struct LintOutput {
     pub shares_memory: bool,
     /// The architectures of the SASS code linted (`sm_90a`), sorted, once each.
     pub sass_archs: Vec<String>,
+    /// The SASS calls that name no callee (`Function::unnamed_calls`), and the functions that
+    /// make them.
+    pub unnamed_calls: UnnamedCalls,
+}
+
+/// Calls that a listing prints with no callee (cuobjdump's `CALL.ABS.NOINC 0x0`), counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UnnamedCalls {
+    pub calls: usize,
+    pub functions: usize,
+}
+
+impl UnnamedCalls {
+    /// Those of `func`'s own code.
+    pub fn of(func: &Function) -> Self {
+        let calls = func.unnamed_calls as usize;
+        Self { calls, functions: usize::from(calls > 0) }
+    }
+
+    pub fn add(&mut self, other: Self) {
+        self.calls += other.calls;
+        self.functions += other.functions;
+    }
 }
 
 impl LintOutput {
@@ -51,6 +74,7 @@ impl LintOutput {
         self.sass_archs.extend(other.sass_archs);
         self.sass_archs.sort_unstable();
         self.sass_archs.dedup();
+        self.unnamed_calls.add(other.unnamed_calls);
     }
 }
 
@@ -389,6 +413,9 @@ pub fn lint_lowered(lowered: fencelint_lower::Lowered, settings: &Settings) -> L
         output.diagnostics.extend(lint_module(module, settings));
         output.external_calls.extend(module.external_calls.iter().cloned());
         output.shares_memory |= module.functions.iter().any(shares_memory);
+        for func in &module.functions {
+            output.unnamed_calls.add(UnnamedCalls::of(func));
+        }
         if module.dialect == Some(Dialect::Sass) {
             output.sass_archs.extend(module.target.clone());
         }

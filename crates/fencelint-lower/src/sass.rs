@@ -451,6 +451,9 @@ enum BranchRef<'a> {
     Listed(&'a str),
     /// An indirect branch, or a target that the instruction does not say.
     Unknown,
+    /// A call that names no callee: `CALL.ABS.NOINC 0x0`, as cuobjdump prints a call that
+    /// the linker resolves ([`Function::unnamed_calls`]).
+    Unnamed,
 }
 
 impl<'a> Body<'a> {
@@ -551,7 +554,7 @@ impl<'a> Body<'a> {
                     }
                     continue;
                 }
-                BranchRef::Unknown => None,
+                BranchRef::Unknown | BranchRef::Unnamed => None,
             };
             match address {
                 Some(address) => match resolve(&self.addresses, address) {
@@ -577,6 +580,10 @@ impl<'a> Body<'a> {
             let address = match call {
                 BranchRef::Address(address) => Some(address),
                 BranchRef::Label(label) => label_address(label),
+                BranchRef::Unnamed => {
+                    self.lowering.func.unnamed_calls += 1;
+                    None
+                }
                 BranchRef::Listed(_) | BranchRef::Unknown => None,
             };
             let named = match call {
@@ -1733,6 +1740,11 @@ fn set_control<'a>(
         // the function ([`link_returns`]); `CALL.ABS` names another function or nothing.
         InstKind::Call => Some(match inst.branch_target {
             Some(target) => BranchRef::Address(target),
+            None if inst.opcode.contains(".ABS")
+                && operands.last().is_some_and(|o| matches!(o.kind, OperandKind::Imm(_))) =>
+            {
+                BranchRef::Unnamed
+            }
             None => operands
                 .iter()
                 .rev()
