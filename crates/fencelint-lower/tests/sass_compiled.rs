@@ -48,8 +48,10 @@ fn check(path: &Path, format: SassFormat, modules: &[Module]) -> Vec<String> {
             // are mangled C++ names. nvdisasm JSON marks no kernel: there a function is taken
             // for one unless another calls it, and a copy that nothing calls stays one (the
             // fixture tests check that findings in called code are the caller's there too).
+            // cuobjdump marks none either, nor names a callee: every function is taken for one.
             let device = name.contains(".rdc.") && func.name.starts_with("_Z");
-            if func.is_kernel == device && !(device && format == SassFormat::NvdisasmJson) {
+            let unmarked = matches!(format, SassFormat::NvdisasmJson | SassFormat::CuobjdumpText);
+            if func.is_kernel == device && !(device && unmarked) {
                 let what = if func.is_kernel { "marked a kernel" } else { "not marked a kernel" };
                 problems.push(format!("`{}` is {what}", func.name));
             }
