@@ -849,19 +849,7 @@ fn lint_text_chunk(
     settings: &Settings,
 ) -> Linted {
     let text = chunk.text();
-    let mut lint = lint_function(text, chunk.format, chunk.arch, settings);
-    let calls = std::mem::take(&mut lint.external_calls);
-    let excerpt = (!lint.diagnostics.is_empty()).then(|| {
-        let snippets = snippets::cut(text, at, PLACEHOLDER, &mut lint.diagnostics);
-        Excerpted { snippets, diagnostics: lint.diagnostics }
-    });
-    Linted {
-        functions: lint.functions,
-        excerpt,
-        calls,
-        shares: lint.shares_memory,
-        unnamed_calls: lint.unnamed_calls,
-    }
+    Linted::new(lint_function(text, chunk.format, chunk.arch, settings), text, at)
 }
 
 /// The `internal-error` for a function whose linting panicked.
@@ -920,6 +908,24 @@ struct Linted {
     unnamed_calls: UnnamedCalls,
 }
 
+impl Linted {
+    /// What linting the function whose text is `text`, at `at` of the file, gave: its findings
+    /// with the lines under their labels cut out.
+    fn new(mut lint: fencelint_linter::LintOutput, text: &str, at: Excerpt) -> Self {
+        let excerpt = (!lint.diagnostics.is_empty()).then(|| {
+            let snippets = snippets::cut(text, at, PLACEHOLDER, &mut lint.diagnostics);
+            Excerpted { snippets, diagnostics: lint.diagnostics }
+        });
+        Linted {
+            functions: lint.functions,
+            excerpt,
+            calls: lint.external_calls,
+            shares: lint.shares_memory,
+            unnamed_calls: lint.unnamed_calls,
+        }
+    }
+}
+
 /// Lints one function. The splitter put a `.target` line in front of a function whose
 /// architecture the stream named, on the line before the function's own first line, so that
 /// lowering knows the architecture and every position still maps back to the file.
@@ -945,18 +951,7 @@ fn lint_chunk(chunk: &SassChunk, settings: &Settings) -> Linted {
             Label::new(PLACEHOLDER, TextRange::empty(at), ""),
         ));
     }
-    let calls = std::mem::take(&mut lint.external_calls);
-    let excerpt = (!lint.diagnostics.is_empty()).then(|| {
-        let snippets = snippets::cut(&chunk.text, base, PLACEHOLDER, &mut lint.diagnostics);
-        Excerpted { snippets, diagnostics: lint.diagnostics }
-    });
-    Linted {
-        functions: lint.functions,
-        excerpt,
-        calls,
-        shares: lint.shares_memory,
-        unnamed_calls: lint.unnamed_calls,
-    }
+    Linted::new(lint, &chunk.text, base)
 }
 
 #[cfg(test)]

@@ -160,36 +160,26 @@ $L_spin:
     ret;
 }
 ";
-    let kernel = |name: &str, own_read: &str| {
-        format!(
-            ".visible .entry {name}(.param .u64 f, .param .u64 d, .param .u64 o)
-{{
-    .reg .pred %p<2>;
-    .reg .b32 %r<4>;
-    .reg .b64 %rd<4>;
-    ld.param.u64 %rd1, [f];
-    ld.param.u64 %rd2, [d];
-    ld.param.u64 %rd3, [o];
-    {{
+    // `POLL` with a call of the callee before its own wait; `own_read` is false: no read after.
+    let call = "    {
     .param .b64 a0;
     st.param.b64 [a0], %rd1;
     .param .b64 a1;
     st.param.b64 [a1], %rd2;
     call.uni wait_and_read, (a0, a1);
-    }}
-$L_spin:
-    ld.relaxed.gpu.global.u32 %r1, [%rd1];
-    setp.eq.s32 %p1, %r1, 0;
-    @%p1 bra $L_spin;
-    {own_read}
-    ret;
-}}
-"
-        )
+    }
+";
+    let read = "    ld.global.u32 %r2, [%rd2];\n    st.global.u32 [%rd3], %r2;\n";
+    let kernel = |name: &str, own_read: bool| {
+        let kernel = POLL.replacen(".entry k(", &format!(".entry {name}("), 1).replacen(
+            "$L_spin:",
+            &format!("{call}$L_spin:"),
+            1,
+        );
+        if own_read { kernel } else { kernel.replacen(read, "", 1) }
     };
-    let read = "ld.global.u32 %r2, [%rd2];\n    st.global.u32 [%rd3], %r2;";
     for order in [[0, 1], [1, 0]] {
-        let kernels = [kernel("first", read), kernel("second", "")];
+        let kernels = [kernel("first", true), kernel("second", false)];
         let text = format!("{HEADER}{callee}{}{}", kernels[order[0]], kernels[order[1]]);
         let (whole, parts) = both(&text);
         assert_eq!(whole.diagnostics, parts.diagnostics);
