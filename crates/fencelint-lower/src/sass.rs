@@ -581,7 +581,8 @@ impl<'a> Body<'a> {
                 BranchRef::Address(address) => Some(address),
                 BranchRef::Label(label) => label_address(label),
                 BranchRef::Unnamed => {
-                    self.lowering.func.unnamed_calls += 1;
+                    self.lowering.func.unnamed_calls =
+                        self.lowering.func.unnamed_calls.saturating_add(1);
                     None
                 }
                 BranchRef::Listed(_) | BranchRef::Unknown => None,
