@@ -60,6 +60,8 @@ pub struct FunctionAnalysis<'f> {
     dom_order: OnceCell<(Vec<u32>, Vec<u32>)>,
     /// The instructions that define each register, in text order.
     def_sites: OnceCell<Vec<Vec<InstId>>>,
+    /// The instructions that read each register, in text order.
+    use_sites: OnceCell<Vec<Vec<InstId>>>,
     loops: OnceCell<Vec<Loop>>,
     /// The index in `loops` of each block's innermost loop (`u32::MAX`: none).
     innermost: OnceCell<Vec<u32>>,
@@ -192,6 +194,7 @@ impl<'f> FunctionAnalysis<'f> {
             dominators: OnceCell::new(),
             dom_order: OnceCell::new(),
             def_sites: OnceCell::new(),
+            use_sites: OnceCell::new(),
             loops: OnceCell::new(),
             innermost: OnceCell::new(),
             value_keys: RefCell::new(FxHashMap::default()),
@@ -312,18 +315,28 @@ impl<'f> FunctionAnalysis<'f> {
 
     /// The instructions that define `reg`, in text order.
     pub fn def_sites(&self, reg: fencelint_ir::Reg) -> &[InstId] {
-        let sites = self.def_sites.get_or_init(|| {
-            let mut sites = vec![Vec::new(); self.func.regs.len()];
-            for id in self.func.ids() {
-                for reg in &self.func.inst(id).defs {
-                    if let Some(list) = sites.get_mut(reg.0 as usize) {
-                        list.push(id);
-                    }
+        let sites = self.def_sites.get_or_init(|| self.sites(|inst| &inst.defs));
+        sites.get(reg.0 as usize).map_or(&[], Vec::as_slice)
+    }
+
+    /// The instructions that read `reg` (`Inst::uses`), in text order.
+    pub fn use_sites(&self, reg: fencelint_ir::Reg) -> &[InstId] {
+        let sites = self.use_sites.get_or_init(|| self.sites(|inst| &inst.uses));
+        sites.get(reg.0 as usize).map_or(&[], Vec::as_slice)
+    }
+
+    /// For each register, the instructions whose `regs` name it, in text order (an instruction
+    /// that names it twice is there twice).
+    fn sites(&self, regs: impl Fn(&fencelint_ir::Inst) -> &fencelint_ir::Regs) -> Vec<Vec<InstId>> {
+        let mut sites: Vec<Vec<InstId>> = vec![Vec::new(); self.func.regs.len()];
+        for id in self.func.ids() {
+            for reg in regs(self.func.inst(id)) {
+                if let Some(list) = sites.get_mut(reg.0 as usize) {
+                    list.push(id);
                 }
             }
-            sites
-        });
-        sites.get(reg.0 as usize).map_or(&[], Vec::as_slice)
+        }
+        sites
     }
 
     /// Whether a block may define `reg` (false only when it certainly does not), as a test

@@ -1355,31 +1355,58 @@ fn visit_uses_in(
     mut found: impl FnMut(InstId) -> bool,
 ) -> bool {
     let func = analysis.func;
+    // Only the instructions that read or write `reg` are looked at (found in the sorted sites
+    // of each); the steps still count every instruction of a block up to where the search
+    // stops in it, as a scan of the whole block would.
+    let (uses, defs) = (analysis.use_sites(reg), analysis.def_sites(reg));
     let mut seen = std::collections::BTreeSet::from([from]);
     let mut queue = std::collections::VecDeque::from([from]);
     let mut steps = 0;
     while let Some(block) = queue.pop_front() {
+        let range = &analysis.cfg.block(block).insts;
+        let start = if block == from && analysis.cfg.block_of(def) == from {
+            def.0 + 1
+        } else {
+            range.start
+        };
+        let end = range.end.max(start);
+        let (uses, defs) = (sites_within(uses, start, end), sites_within(defs, start, end));
+        let (mut u, mut d) = (0, 0);
         let mut killed = false;
-        let start_after_def = block == from && analysis.cfg.block_of(def) == from;
-        for id in analysis.cfg.block(block).ids().filter(|&id| !start_after_def || id > def) {
-            steps += 1;
-            if steps > USE_SEARCH_LIMIT {
+        // The next instruction that reads or writes `reg`.
+        while let Some(at) = match (uses.get(u), defs.get(d)) {
+            (Some(&a), Some(&b)) => Some(a.min(b)),
+            (a, b) => a.or(b).copied(),
+        } {
+            // The steps up to and including `at`.
+            let upto = steps + (at.0 - start) as usize + 1;
+            if upto > USE_SEARCH_LIMIT {
                 return false;
             }
-            let inst = func.inst(id);
-            if inst.uses.contains(&reg)
-                && analysis.reaching_defs(id, reg).defs.contains(&def)
-                && found(id)
-            {
+            let is_use = uses.get(u) == Some(&at);
+            let is_def = defs.get(d) == Some(&at);
+            // An instruction that names `reg` twice is there twice.
+            while uses.get(u) == Some(&at) {
+                u += 1;
+            }
+            while defs.get(d) == Some(&at) {
+                d += 1;
+            }
+            if is_use && analysis.reaching_defs(at, reg).defs.contains(&def) && found(at) {
                 return true;
             }
-            if inst.guard.is_none() && inst.defs.contains(&reg) {
+            if is_def && func.inst(at).guard.is_none() {
+                steps = upto;
                 killed = true;
                 break;
             }
         }
         if killed {
             continue;
+        }
+        steps += (end - start) as usize;
+        if steps > USE_SEARCH_LIMIT {
+            return false;
         }
         for succ in analysis.cfg.successors(block) {
             let inside = region == Region::Reachable || analysis.block_dominates(from, succ);
@@ -1389,6 +1416,13 @@ fn visit_uses_in(
         }
     }
     false
+}
+
+/// The part of `sites` (sorted) from instruction `start` to before `end`.
+fn sites_within(sites: &[InstId], start: u32, end: u32) -> &[InstId] {
+    let first = sites.partition_point(|id| id.0 < start);
+    let len = sites[first..].partition_point(|id| id.0 < end);
+    &sites[first..first + len]
 }
 
 /// The reads that decide one loop exit, their accesses, and what each is.
