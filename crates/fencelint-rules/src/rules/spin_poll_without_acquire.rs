@@ -1352,6 +1352,19 @@ fn visit_uses_in(
     reg: Reg,
     from: fencelint_cfg::BlockId,
     region: Region,
+    found: impl FnMut(InstId) -> bool,
+) -> bool {
+    visit_uses_within(analysis, def, reg, from, region, USE_SEARCH_LIMIT, found)
+}
+
+/// [`visit_uses_in`], giving up (false) past `limit` instructions passed.
+fn visit_uses_within(
+    analysis: &FunctionAnalysis<'_>,
+    def: InstId,
+    reg: Reg,
+    from: fencelint_cfg::BlockId,
+    region: Region,
+    limit: usize,
     mut found: impl FnMut(InstId) -> bool,
 ) -> bool {
     let func = analysis.func;
@@ -1380,7 +1393,7 @@ fn visit_uses_in(
         } {
             // The steps up to and including `at`.
             let upto = steps + (at.0 - start) as usize + 1;
-            if upto > USE_SEARCH_LIMIT {
+            if upto > limit {
                 return false;
             }
             let is_use = uses.get(u) == Some(&at);
@@ -1405,7 +1418,7 @@ fn visit_uses_in(
             continue;
         }
         steps += (end - start) as usize;
-        if steps > USE_SEARCH_LIMIT {
+        if steps > limit {
             return false;
         }
         for succ in analysis.cfg.successors(block) {
@@ -2127,6 +2140,105 @@ mod tests {
             }
         });
         assert!(polls > 100 && reused > 10, "{polls} polls, {reused} walks reused");
+    }
+
+    /// The use search, which looks only at the instructions that read or write the register,
+    /// stops where a scan of every instruction of each block it passes stops: the same answer
+    /// and the same uses offered, in the same order, for every definition of every register in
+    /// every compiled fixture, both regions, and limits small enough to be reached.
+    #[test]
+    fn the_indexed_use_search_stops_where_a_scan_does() {
+        /// The search as a scan of every instruction (before `FunctionAnalysis::use_sites`).
+        fn scan(
+            analysis: &FunctionAnalysis<'_>,
+            (def, reg, from, region, limit): (InstId, Reg, fencelint_cfg::BlockId, Region, usize),
+            mut found: impl FnMut(InstId) -> bool,
+        ) -> bool {
+            let func = analysis.func;
+            let mut seen = std::collections::BTreeSet::from([from]);
+            let mut queue = std::collections::VecDeque::from([from]);
+            let mut steps = 0;
+            while let Some(block) = queue.pop_front() {
+                let mut killed = false;
+                let after_def = block == from && analysis.cfg.block_of(def) == from;
+                for id in analysis.cfg.block(block).ids().filter(|&id| !after_def || id > def) {
+                    steps += 1;
+                    if steps > limit {
+                        return false;
+                    }
+                    let inst = func.inst(id);
+                    if inst.uses.contains(&reg)
+                        && analysis.reaching_defs(id, reg).defs.contains(&def)
+                        && found(id)
+                    {
+                        return true;
+                    }
+                    if inst.guard.is_none() && inst.defs.contains(&reg) {
+                        killed = true;
+                        break;
+                    }
+                }
+                if killed {
+                    continue;
+                }
+                for succ in analysis.cfg.successors(block) {
+                    let inside =
+                        region == Region::Reachable || analysis.block_dominates(from, succ);
+                    if inside && seen.insert(succ) {
+                        queue.push_back(succ);
+                    }
+                }
+            }
+            false
+        }
+        let (mut asked, mut answered, mut limited) = (0usize, 0usize, 0usize);
+        each_compiled_function(|path, func, _| {
+            let analysis = FunctionAnalysis::new(func);
+            for def in func.ids() {
+                let from = analysis.cfg.block_of(def);
+                for &reg in &func.inst(def).defs {
+                    for region in [Region::Dominated, Region::Reachable] {
+                        let mut unlimited = None;
+                        for limit in [USE_SEARCH_LIMIT, 20, 5, 2, 1] {
+                            // Take the second use offered, or none.
+                            for take in [2, usize::MAX] {
+                                let search = |indexed: bool| {
+                                    let mut offered = Vec::new();
+                                    let found = |id: InstId| {
+                                        offered.push(id);
+                                        offered.len() == take
+                                    };
+                                    let question = (def, reg, from, region, limit);
+                                    let result = if indexed {
+                                        visit_uses_within(
+                                            &analysis, def, reg, from, region, limit, found,
+                                        )
+                                    } else {
+                                        scan(&analysis, question, found)
+                                    };
+                                    (result, offered)
+                                };
+                                let (indexed, scanned) = (search(true), search(false));
+                                let at =
+                                    format!("{} {} {def:?} {limit}", path.display(), func.name);
+                                assert_eq!(indexed, scanned, "{at}");
+                                asked += 1;
+                                answered += usize::from(indexed.0);
+                                // The limit changed the answer.
+                                if take == 2 {
+                                    let full = *unlimited.get_or_insert(indexed.0);
+                                    limited += usize::from(indexed.0 != full);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        });
+        assert!(
+            asked > 100_000 && answered > 1_000 && limited > 100,
+            "{asked} {answered} {limited}"
+        );
     }
 
     /// One walk per read (`Unacquired`) answers as a walk per read and exit did
