@@ -13,7 +13,7 @@
 //! (`ptxas-reordered-across-wait`) against that PTX, with the ptxas version from the cubin's
 //! `.note.nv.tkinfo` note.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -266,7 +266,7 @@ pub(crate) fn lint_binaries(
         // Two parts a worker: nvdisasm's time is not proportional to code size, and smaller
         // parts even out the end of the run (NCCL sm_90 on 2 cores: 126.6 s with 2 parts,
         // 121.6 s with 4; each part reloads the cubin, 1.7 s for NCCL's 108 MB one).
-        units = split_large_cubins(units, workers * 2, SPLIT_SIZE);
+        units = split_large_cubins(units, workers * 2, split_size());
     }
 
     for unit in &units {
@@ -881,7 +881,7 @@ fn lint_unit(
             .unwrap_or_default();
         let mut not_followed = None;
         if let (Some(callees), false) = (callees, closure.is_empty()) {
-            if callees.may_link(held, chunk, &closure) {
+            if callees.may_link(held, chunk) {
                 let mut parts = vec![chunk];
                 parts.extend(closure.iter().map(|&k| &callees.chunks[k]));
                 // The function's own findings, less those in a callee's code that the callee
@@ -1105,13 +1105,18 @@ fn linking(
     workers: usize,
 ) -> (bool, Option<Arc<Callees>>) {
     let Some(nvdisasm) = nvdisasm.filter(|_| !unit.ptx) else { return (false, None) };
-    let functions = unit.path.as_deref().and_then(Elf::open).and_then(|mut elf| elf.functions());
-    let Some(functions) = functions.filter(|f| f.iter().any(|f| f.callable)) else {
+    let Some(mut elf) = unit.path.as_deref().and_then(Elf::open) else { return (false, None) };
+    let Some(functions) = elf.functions().filter(|f| f.iter().any(|f| f.callable)) else {
         return (false, None);
     };
     if unit.functions.is_none() && code_size(&functions) <= linked_max_code() {
         return (true, None);
     }
+    // Unreadable relocations leave every function that is not held unplanned: its calls are
+    // not followed, and it says so.
+    let references =
+        elf.references(&functions).unwrap_or_else(|| vec![Vec::new(); functions.len()]);
+    let functions = functions.into_iter().zip(references).collect();
     (false, Callees::disassemble(unit, functions, nvdisasm, ptx_lines, timeout, workers))
 }
 
@@ -1140,8 +1145,9 @@ struct Callees {
     /// Whether each held function that calls others is linted with them: decided in order
     /// while the budget lasts, before any is linted.
     planned: Vec<bool>,
-    /// What the budget leaves for the cubin's other functions, taken as they are linted.
-    left: AtomicUsize,
+    /// The cubin's other functions that are linted with the held functions they call, by name:
+    /// decided the same way after the held ones, from the calls their relocations name.
+    others_planned: HashSet<String>,
 }
 
 impl Callees {
@@ -1150,15 +1156,16 @@ impl Callees {
     /// followed, and the stream reports what went wrong).
     fn disassemble(
         unit: &Unit,
-        functions: Vec<CodeFunction>,
+        functions: Vec<(CodeFunction, Vec<usize>)>,
         nvdisasm: &Path,
         ptx_lines: bool,
         timeout: Duration,
         workers: usize,
     ) -> Option<Arc<Self>> {
         let path = unit.path.as_deref()?;
-        let (callable, others): (Vec<CodeFunction>, Vec<CodeFunction>) =
-            functions.into_iter().partition(|f| f.callable);
+        let (callable, others): (Vec<_>, Vec<_>) =
+            functions.into_iter().partition(|(f, _)| f.callable);
+        let callable: Vec<CodeFunction> = callable.into_iter().map(|(f, _)| f).collect();
         if callable.is_empty() || code_size(&callable) > CALLEES_MAX_CODE {
             return None;
         }
@@ -1200,26 +1207,30 @@ impl Callees {
         // Each held function's symbol, by name; all or none.
         let symbol: HashMap<&str, usize> =
             callable.iter().map(|f| (f.name.as_str(), f.index)).collect();
-        let indices: Vec<usize> = chunks
-            .iter()
-            .map(|chunk| symbol.get(chunk.function.as_str()).copied())
+        let mut chunks: Vec<(usize, SassChunk)> = chunks
+            .into_iter()
+            .map(|chunk| symbol.get(chunk.function.as_str()).map(|&index| (index, chunk)))
             .collect::<Option<_>>()?;
-        if indices.len() != sorted.len() {
+        if chunks.len() != sorted.len() {
             return None;
         }
+        // In symbol order: the threads finish their parts in any order, and the plan below
+        // goes through the held functions in this order.
+        chunks.sort_unstable_by_key(|(index, _)| *index);
+        let (indices, chunks): (Vec<usize>, Vec<SassChunk>) = chunks.into_iter().unzip();
         let by_name: HashMap<String, usize> =
             chunks.iter().enumerate().map(|(k, chunk)| (chunk.function.clone(), k)).collect();
         let mut held = Self {
             indices,
             sorted,
-            others: others.iter().map(|f| f.index).collect(),
+            others: others.iter().map(|(f, _)| f.index).collect(),
             alone: chunks.iter().map(|_| OnceLock::new()).collect(),
             chunks,
             by_name,
             calls: Vec::new(),
             budget: 0,
             planned: Vec::new(),
-            left: AtomicUsize::new(0),
+            others_planned: HashSet::new(),
         };
         held.calls =
             held.chunks.iter().map(|chunk| held.called_by(&chunk.text).collect()).collect();
@@ -1240,7 +1251,21 @@ impl Callees {
                 fits
             })
             .collect();
-        held.left = AtomicUsize::new(left);
+        // Then the cubin's other functions that call held ones, in symbol order, each with
+        // the callees its relocations name and what those call. Their own text is linted once
+        // either way, so only the callees' counts: what linking them adds.
+        let position: HashMap<usize, usize> =
+            held.indices.iter().enumerate().map(|(k, &index)| (index, k)).collect();
+        for (function, references) in &others {
+            let direct = references.iter().filter_map(|index| position.get(index).copied());
+            let calls = |k: usize| held.calls[k].as_slice();
+            let closure = linking::closure(usize::MAX, direct, calls, size, |_| true);
+            let cost: usize = closure.iter().map(|&c| size(c)).sum();
+            if !closure.is_empty() && cost <= left {
+                left -= cost;
+                held.others_planned.insert(function.name.clone());
+            }
+        }
         Some(Arc::new(held))
     }
 
@@ -1258,17 +1283,14 @@ impl Callees {
         linking::shows_alone(self.alone(k, settings, companion), PLACEHOLDER, place, diagnostic)
     }
 
-    /// Whether a function may be linted with `closure`, its callees: a held one (`held`) as
-    /// planned, another if what the budget has left holds their text, which it then takes.
-    fn may_link(&self, held: Option<usize>, chunk: &SassChunk, closure: &[usize]) -> bool {
-        if let Some(k) = held {
-            return self.planned[k];
+    /// Whether a function may be linted with its callees, as planned before any function was
+    /// linted: a held one (`held`) or another (by name). The plan does not depend on the order
+    /// in which the workers reach the functions, nor on how the cubin is cut into parts.
+    fn may_link(&self, held: Option<usize>, chunk: &SassChunk) -> bool {
+        match held {
+            Some(k) => self.planned[k],
+            None => self.others_planned.contains(&chunk.function),
         }
-        let cost =
-            chunk.text.len() + closure.iter().map(|&k| self.chunks[k].text.len()).sum::<usize>();
-        self.left
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| left.checked_sub(cost))
-            .is_ok()
     }
 
     /// Held function `k` linted alone, once.
@@ -1447,7 +1469,10 @@ pub(crate) fn demangle(name: &str) -> Option<String> {
 }
 
 /// Cubins at least this large are disassembled in parts, one `nvdisasm -fun` process each.
-const SPLIT_SIZE: u64 = 4 << 20;
+/// `FENCELINT_SPLIT_MIN` (bytes) moves the limit, for tests and measurements.
+fn split_size() -> u64 {
+    std::env::var("FENCELINT_SPLIT_MIN").ok().and_then(|v| v.parse().ok()).unwrap_or(4 << 20)
+}
 
 /// Splits each cubin of `min_size` bytes or more into up to `parts` units of about equal code
 /// size, so that one huge cubin (NCCL has a 108 MB one) is disassembled by several processes at
@@ -1585,6 +1610,11 @@ mod tests {
             let (whole, callees) = linking(&parts[0], Some(&nvdisasm), false, options.timeout, 2);
             assert!(!whole);
             assert_eq!(callees.is_some(), callable, "{name}");
+            // The held functions are in symbol order, however the threads that disassembled
+            // them in parts finished: their plan goes through them in this order.
+            if let Some(callees) = &callees {
+                assert_eq!(callees.indices, callees.sorted, "{name}");
+            }
             let cubin = Cubin { companion: None, whole, callees: Mutex::new(callees) };
             let progress = Progress::new(ProgressBar::hidden());
             let lint = |unit: &Unit, progress: &Progress| {

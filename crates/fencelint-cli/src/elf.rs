@@ -1,5 +1,6 @@
 //! Just enough of ELF to read a cubin's tables: the section headers and their names, named
-//! sections, and the function symbols. Only 64-bit little-endian files (every cubin) are read;
+//! sections, the function symbols, and the relocations by which one function's code names
+//! another's (its calls). Only 64-bit little-endian files (every cubin) are read;
 //! anything else, or a damaged table, gives `None` and the caller falls back to the tools.
 
 use std::fs::File;
@@ -18,6 +19,8 @@ pub(crate) struct Section {
     pub size: u64,
     /// `sh_link`: for the symbol table, the section of its names.
     pub link: u32,
+    /// `sh_info`: for a relocation table, the section its entries patch.
+    pub info: u32,
 }
 
 /// A function of a cubin with a code section of its own ([`Elf::functions`]).
@@ -61,21 +64,31 @@ impl Elf {
         let mut table = vec![0u8; shentsize * shnum];
         file.seek(SeekFrom::Start(shoff)).ok()?;
         file.read_exact(&mut table).ok()?;
-        let raw: Vec<(u32, u32, u64, u64, u32)> = table
+        let raw: Vec<(u32, u32, u64, u64, u32, u32)> = table
             .chunks_exact(shentsize)
-            .map(|h| (u32_at(h, 0), u32_at(h, 4), u64_at(h, 24), u64_at(h, 32), u32_at(h, 40)))
+            .map(|h| {
+                (
+                    u32_at(h, 0),
+                    u32_at(h, 4),
+                    u64_at(h, 24),
+                    u64_at(h, 32),
+                    u32_at(h, 40),
+                    u32_at(h, 44),
+                )
+            })
             .collect();
         let mut elf = Self { file, len, sections: Vec::new() };
         let names =
-            raw.get(shstrndx).and_then(|&(_, _, offset, size, _)| elf.read_at(offset, size));
+            raw.get(shstrndx).and_then(|&(_, _, offset, size, ..)| elf.read_at(offset, size));
         elf.sections = raw
             .into_iter()
-            .map(|(name_at, kind, offset, size, link)| Section {
+            .map(|(name_at, kind, offset, size, link, info)| Section {
                 name: names.as_deref().map(|n| c_string(n, name_at as usize)).unwrap_or_default(),
                 kind,
                 offset,
                 size,
                 link,
+                info,
             })
             .collect();
         Some(elf)
@@ -135,6 +148,53 @@ impl Elf {
             })
             .collect();
         out.sort_unstable_by_key(|f| f.index);
+        Some(out)
+    }
+
+    /// For each of `functions` (what [`Self::functions`] gave), the symbol indices of the others
+    /// among them that the relocations of its code section name, sorted: the functions it calls
+    /// by name (a call of another section's code is patched when the cubin is loaded; nvdisasm
+    /// names the callee from the relocation, cuobjdump prints `0x0`) or whose address it takes.
+    /// Known before any disassembly. `None` when a table cannot be read.
+    pub(crate) fn references(&mut self, functions: &[CodeFunction]) -> Option<Vec<Vec<usize>>> {
+        let symbols = self.symbols()?;
+        let section_of = |symbol: usize| {
+            symbols.get(symbol * 24..symbol * 24 + 24).map(|entry| usize::from(u16_at(entry, 6)))
+        };
+        // The function whose code each section is: its position in `functions`.
+        let mut function_of: Vec<Option<usize>> = vec![None; self.sections.len()];
+        for (at, function) in functions.iter().enumerate() {
+            if let Some(slot) = section_of(function.index).and_then(|s| function_of.get_mut(s)) {
+                *slot = Some(at);
+            }
+        }
+        let mut out = vec![Vec::new(); functions.len()];
+        for index in 0..self.sections.len() {
+            let section = &self.sections[index];
+            // `SHT_RELA` entries are 24 bytes, `SHT_REL` ones 16; `r_info`'s upper half is the
+            // symbol.
+            let entry = match section.kind {
+                4 => 24,
+                9 => 16,
+                _ => continue,
+            };
+            let target = usize::try_from(section.info).ok();
+            let Some(patched) = target.and_then(|t| function_of.get(t).copied().flatten()) else {
+                continue;
+            };
+            let table = self.read_section(index)?;
+            for relocation in table.chunks_exact(entry) {
+                let symbol = (u64_at(relocation, 8) >> 32) as usize;
+                let named = section_of(symbol).and_then(|s| function_of.get(s).copied().flatten());
+                if let Some(named) = named.filter(|&named| named != patched) {
+                    out[patched].push(functions[named].index);
+                }
+            }
+        }
+        for list in &mut out {
+            list.sort_unstable();
+            list.dedup();
+        }
         Some(out)
     }
 
@@ -270,6 +330,50 @@ mod tests {
             let path = repo().join("fixtures/compiled").join(plain);
             let functions = Elf::open(&path).unwrap().functions().unwrap();
             assert!(functions.iter().all(|f| !f.callable), "{plain}");
+        }
+    }
+
+    #[test]
+    fn relocations_name_the_functions_each_function_calls() {
+        // What nvdisasm prints as `` CALL.ABS.NOINC `(callee) `` in each function's section of
+        // the same cubin is what its relocations name, for every architecture.
+        for arch in ["sm_80", "sm_90a", "sm_100a", "sm_120"] {
+            let dir = repo().join("fixtures/compiled").join(arch);
+            let mut elf = Elf::open(&dir.join("noinline_poll.rdc.cubin")).unwrap();
+            let functions = elf.functions().unwrap();
+            let references = elf.references(&functions).unwrap();
+            let name = |index: usize| {
+                functions.iter().find(|f| f.index == index).map(|f| f.name.clone()).unwrap()
+            };
+            let found: std::collections::BTreeMap<String, Vec<String>> = functions
+                .iter()
+                .zip(&references)
+                .filter(|(_, calls)| !calls.is_empty())
+                .map(|(f, calls)| {
+                    let mut names: Vec<String> = calls.iter().map(|&k| name(k)).collect();
+                    names.sort();
+                    (f.name.clone(), names)
+                })
+                .collect();
+            let listing =
+                std::fs::read_to_string(dir.join("noinline_poll.rdc.nvdisasm.sass")).unwrap();
+            let mut expected = std::collections::BTreeMap::<String, Vec<String>>::new();
+            let mut current = String::new();
+            for line in listing.lines() {
+                if let Some(section) = line.strip_prefix(".text.").and_then(|l| l.strip_suffix(':'))
+                {
+                    section.clone_into(&mut current);
+                } else if let Some((_, callee)) = line.split_once("CALL.ABS.NOINC `(") {
+                    let callee = callee.split(')').next().unwrap().to_owned();
+                    let calls = expected.entry(current.clone()).or_default();
+                    if !calls.contains(&callee) {
+                        calls.push(callee);
+                        calls.sort();
+                    }
+                }
+            }
+            assert!(expected.len() >= 8, "{arch}: {expected:?}");
+            assert_eq!(found, expected, "{arch}");
         }
     }
 

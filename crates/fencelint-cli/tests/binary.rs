@@ -217,6 +217,45 @@ fn callers_past_the_budget_say_their_calls_were_not_followed() {
     assert!(polls(&spent) < polls(&linked), "{spent}\n{linked}");
 }
 
+/// When the budget covers some of a larger cubin's callers and not others, which ones are linted
+/// with their callees is planned from the cubin's relocations before any function is linted:
+/// the output is the same whether the cubin is disassembled in one process or in parts that the
+/// workers reach in any order (it depended on that order before: three runs in parts gave two
+/// different outputs at one budget).
+#[test]
+fn the_budget_goes_to_the_same_callers_however_the_cubin_is_cut() {
+    let cubin = "fixtures/compiled/sm_90a/noinline_poll.rdc.cubin";
+    if check_with_tools("the_budget_goes_to_the_same_callers", &["--select", "all", cubin])
+        .is_none()
+    {
+        return;
+    }
+    let run = |budget: usize, split: bool| {
+        let args = ["check", "--format", "short", "--locations", "input", "--select", "all", cubin];
+        let mut command = common::command(&args);
+        command.env("FENCELINT_LINKED_MAX", "0").env("FENCELINT_LINKED_BUDGET", budget.to_string());
+        // Every cubin is cut into parts (two per worker), or none is.
+        command.env("FENCELINT_SPLIT_MIN", if split { "0" } else { "1000000000" });
+        let mut lines: Vec<String> =
+            stdout(&command.output().unwrap()).lines().map(str::to_owned).collect();
+        lines.sort();
+        lines
+    };
+    let mut left_out_counts = Vec::new();
+    for budget in [0, 2_000, 4_000, 8_000, 12_000, 1_000_000] {
+        let whole = run(budget, false);
+        for _ in 0..3 {
+            assert_eq!(run(budget, true), whole, "budget {budget}");
+        }
+        left_out_counts.push(finding_lines(&whole.join("\n"), "analysis-incomplete").len());
+    }
+    // The eight kernels that call held functions: all left out, then fewer as the budget grows.
+    assert_eq!(left_out_counts.first(), Some(&8), "{left_out_counts:?}");
+    assert_eq!(left_out_counts.last(), Some(&0), "{left_out_counts:?}");
+    assert!(left_out_counts.windows(2).all(|w| w[1] <= w[0]), "{left_out_counts:?}");
+    assert!(left_out_counts.iter().any(|&n| n > 0 && n < 8), "{left_out_counts:?}");
+}
+
 /// Checks that the line each label of `out`'s findings shows in the rich output of the same
 /// run is the instruction at the label's SASS address.
 fn assert_excerpts_show_the_addresses(arch: &str, cubin: &str, out: &Output, env: &[(&str, &str)]) {
