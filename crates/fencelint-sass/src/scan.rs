@@ -61,6 +61,33 @@ pub fn skip_blanks(bytes: &[u8], index: usize) -> usize {
     at
 }
 
+/// The index of the first space, tab or `;` in `bytes[from..end]` (`end` when there is none):
+/// where an opcode ends. Eight bytes a step (an opcode such as `LDG.E.64.STRONG.GPU` is two or
+/// three words), then one.
+pub(crate) fn opcode_end(bytes: &[u8], from: usize, end: usize) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    // The high bit of each zero byte of `x`, and perhaps of bytes above a zero byte; the
+    // lowest one set is exact.
+    let zeros = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
+    let end = end.min(bytes.len());
+    let mut at = from;
+    while let Some(chunk) = bytes.get(at..at + 8).filter(|_| at + 8 <= end) {
+        let w = word(chunk);
+        let found = zeros(w ^ (ONES * u64::from(b' ')))
+            | zeros(w ^ (ONES * u64::from(b'\t')))
+            | zeros(w ^ (ONES * u64::from(b';')));
+        if found != 0 {
+            return at + (found.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    while at < end && !matches!(bytes[at], b' ' | b'\t' | b';') {
+        at += 1;
+    }
+    at
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,6 +118,34 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn finds_the_end_of_an_opcode() {
+        let naive = |bytes: &[u8], from: usize, end: usize| {
+            (from..end).find(|&i| matches!(bytes[i], b' ' | b'\t' | b';')).unwrap_or(end)
+        };
+        // Every stop byte at every place, with bytes that differ from a stop byte by one bit
+        // (`!`, `:`, `\x08`, `\xa0`, `\xbb`) and high bytes around it.
+        for len in 0..26 {
+            for at in 0..len {
+                for stop in [b' ', b'\t', b';'] {
+                    for filler in [b'A', b'!', b':', 0x08, 0xa0, 0xbb, 0xff, 0x00] {
+                        let mut bytes = vec![filler; len];
+                        bytes[at] = stop;
+                        for from in 0..3.min(len) {
+                            for end in [len, len.saturating_sub(1), at] {
+                                let end = end.max(from);
+                                let got = opcode_end(&bytes, from, end);
+                                assert_eq!(got, naive(&bytes, from, end), "{bytes:?} {from} {end}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(opcode_end(b"LDG.E.64.STRONG.GPU R2", 0, 22), 19);
+        assert_eq!(opcode_end(b"EXIT;", 0, 5), 4);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::ast::{
 };
 use crate::operand::{Stop, claim_symbols, parse_hex, scan_operands};
 pub(crate) use crate::scan::skip_blanks;
-use crate::scan::{find_byte, find_pair};
+use crate::scan::{find_byte, find_pair, opcode_end};
 use crate::{ParseError, Parsed, SassFormat};
 
 /// The most call sites kept for one source line (damaged `-gi` markers can chain any number).
@@ -439,9 +439,7 @@ impl<'a, S: ListingSink<'a>> Parser<'a, '_, S> {
             index = skip_blanks(bytes, guard_end);
         }
         let opcode_start = index;
-        while index < end && !matches!(bytes[index], b' ' | b'\t' | b';') {
-            index += 1;
-        }
+        index = opcode_end(bytes, index, end);
         let opcode = &text[opcode_start..index];
         if opcode.is_empty() || !bytes[opcode_start].is_ascii_alphabetic() {
             self.error(first, end, "missing opcode");

@@ -621,6 +621,29 @@ fn the_opcode_hash_reads_every_byte() {
     assert_eq!(hashes.len(), 4096);
 }
 
+/// The hash mixes the bytes eight at a time, the last ones zero-extended to a word, at every
+/// length (the tail is built in a register, from the last eight bytes or byte by byte).
+#[test]
+fn the_opcode_hash_mixes_zero_extended_words() {
+    use std::hash::Hasher;
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let text: Vec<u8> = (0..40u8).map(|n| b'A' + n).collect();
+    for len in 0..=text.len() {
+        let bytes = &text[..len];
+        let mut expected = 0u64;
+        let mut mix = |word: u64| expected = (expected ^ word).wrapping_mul(K).rotate_left(29);
+        mix(len as u64);
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            mix(u64::from_le_bytes(word));
+        }
+        let mut hasher = super::OpcodeHasher::default();
+        hasher.write(bytes);
+        assert_eq!(hasher.finish(), expected ^ (expected >> 32), "{len}");
+    }
+}
+
 /// Two calls of one subroutine (the shape ptxas gives a `__noinline__` function, hand-written):
 /// each call goes to a copy of its own, whose return comes back after that call only.
 const TWO_CALLS: &str = "
