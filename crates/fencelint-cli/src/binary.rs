@@ -1073,8 +1073,8 @@ fn nvdisasm_args(path: &Path, ptx_lines: bool, functions: Option<&[usize]>) -> V
 }
 
 /// The size of the code sections of `functions`.
-fn code_size(functions: &[CodeFunction]) -> u64 {
-    functions.iter().fold(0u64, |sum, f| sum.saturating_add(f.size))
+fn code_size<'a>(functions: impl IntoIterator<Item = &'a CodeFunction>) -> u64 {
+    functions.into_iter().fold(0u64, |sum, f| sum.saturating_add(f.size))
 }
 
 /// Cubins with at most this much code whose functions call each other by name, not split into
@@ -1112,12 +1112,7 @@ fn linking(
     if unit.functions.is_none() && code_size(&functions) <= linked_max_code() {
         return (true, None);
     }
-    // Unreadable relocations leave every function that is not held unplanned: its calls are
-    // not followed, and it says so.
-    let references =
-        elf.references(&functions).unwrap_or_else(|| vec![Vec::new(); functions.len()]);
-    let functions = functions.into_iter().zip(references).collect();
-    (false, Callees::disassemble(unit, functions, nvdisasm, ptx_lines, timeout, workers))
+    (false, Callees::disassemble(unit, &mut elf, functions, nvdisasm, ptx_lines, timeout, workers))
 }
 
 /// A cubin's callable functions, disassembled with nvdisasm before the rest of the cubin and
@@ -1156,19 +1151,25 @@ impl Callees {
     /// followed, and the stream reports what went wrong).
     fn disassemble(
         unit: &Unit,
-        functions: Vec<(CodeFunction, Vec<usize>)>,
+        elf: &mut Elf,
+        functions: Vec<CodeFunction>,
         nvdisasm: &Path,
         ptx_lines: bool,
         timeout: Duration,
         workers: usize,
     ) -> Option<Arc<Self>> {
         let path = unit.path.as_deref()?;
-        let (callable, others): (Vec<_>, Vec<_>) =
-            functions.into_iter().partition(|(f, _)| f.callable);
-        let callable: Vec<CodeFunction> = callable.into_iter().map(|(f, _)| f).collect();
-        if callable.is_empty() || code_size(&callable) > CALLEES_MAX_CODE {
+        let callable_size = code_size(functions.iter().filter(|f| f.callable));
+        if !functions.iter().any(|f| f.callable) || callable_size > CALLEES_MAX_CODE {
             return None;
         }
+        // The functions each function's relocations name. Unreadable relocations leave every
+        // function that is not held unplanned: its calls are not followed, and it says so.
+        let references =
+            elf.references(&functions).unwrap_or_else(|| vec![Vec::new(); functions.len()]);
+        let (callable, others): (Vec<_>, Vec<_>) =
+            functions.into_iter().zip(references).partition(|(f, _)| f.callable);
+        let callable: Vec<CodeFunction> = callable.into_iter().map(|(f, _)| f).collect();
         let sorted: Vec<usize> = callable.iter().map(|f| f.index).collect();
         // In parts, as a large cubin is (nvdisasm's memory grows with what it prints: 612 MB
         // for the 13 MB of code of NVSHMEM's sm_90 device library at once), `workers` at a time.
