@@ -390,4 +390,50 @@ mod tests {
             assert!(Elf::open(&path).is_none(), "{name}");
         }
     }
+
+    #[test]
+    fn damaged_tables_give_answers_or_none_never_a_panic() {
+        // The `-rdc` cubin with bytes overwritten in its section headers, symbol table and
+        // relocation tables (the places the reader trusts least), 3,000 ways.
+        let path = repo().join("fixtures/compiled/sm_90a/noinline_poll.rdc.cubin");
+        let original = std::fs::read(&path).unwrap();
+        let elf = Elf::open(&path).unwrap();
+        let tables: Vec<(u64, u64)> = elf
+            .sections
+            .iter()
+            .filter(|s| matches!(s.kind, 2 | 4 | 9))
+            .map(|s| (s.offset, s.size))
+            .collect();
+        let headers = (u64_at(&original, 0x28), original.len() as u64 - u64_at(&original, 0x28));
+        let dir = tempfile::tempdir().unwrap();
+        let damaged = dir.path().join("damaged.cubin");
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..3_000 {
+            let mut bytes = original.clone();
+            let (start, len) = if round % 3 == 0 {
+                headers
+            } else {
+                tables[(next() % tables.len() as u64) as usize]
+            };
+            for _ in 0..=(next() % 4) {
+                let at = (start + next() % len.max(1)) as usize;
+                if let Some(byte) = bytes.get_mut(at) {
+                    *byte = next() as u8;
+                }
+            }
+            std::fs::write(&damaged, &bytes).unwrap();
+            let Some(mut elf) = Elf::open(&damaged) else { continue };
+            if let Some(functions) = elf.functions()
+                && let Some(references) = elf.references(&functions)
+            {
+                assert_eq!(references.len(), functions.len());
+            }
+        }
+    }
 }
