@@ -172,6 +172,19 @@ struct UnitOutput {
     findings: Vec<Finding>,
     error: Option<String>,
     functions: usize,
+    /// The architectures the listing names (`.target`, `code for`), which the name of a bare
+    /// cubin need not.
+    archs: Vec<Arch>,
+}
+
+impl UnitOutput {
+    fn saw(&mut self, chunk: &SassChunk) {
+        if let Some(arch) = chunk.arch
+            && !self.archs.contains(&arch)
+        {
+            self.archs.push(arch);
+        }
+    }
 }
 
 /// Lints binaries: lists and extracts every one, then disassembles and lints all their cubins
@@ -322,10 +335,16 @@ pub(crate) fn lint_binaries(
         let result = result.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
         let Some(result) = result else { continue };
         let output = &mut outputs[unit.binary];
-        if let Some(arch) = unit.arch.as_ref().filter(|_| !unit.ptx)
-            && !output.archs.contains(arch)
-        {
-            output.archs.push(arch.clone());
+        // The cubin's name says its architecture; where it does not (a bare cubin named by
+        // its user), the listing does.
+        let archs: Vec<String> = match unit.arch.as_ref().filter(|_| !unit.ptx) {
+            Some(arch) => vec![arch.clone()],
+            None => result.archs.iter().map(ToString::to_string).collect(),
+        };
+        for arch in archs {
+            if !output.archs.contains(&arch) {
+                output.archs.push(arch);
+            }
         }
         output.functions += result.functions;
         output.findings.extend(result.findings);
@@ -821,7 +840,8 @@ fn lint_unit(
     let callees = cubin.callees.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     let (companion, callees) = (cubin.companion.as_ref(), callees.as_ref());
     let label = unit_label(binary, unit);
-    let mut output = UnitOutput { findings: Vec::new(), error: None, functions: 0 };
+    let mut output =
+        UnitOutput { findings: Vec::new(), error: None, functions: 0, archs: Vec::new() };
     let Some(path) = &unit.path else {
         output.error = Some(format!("`{}` could not be extracted from the binary", unit.name));
         return output;
@@ -871,6 +891,7 @@ fn lint_unit(
     // `held`: the chunk's index among the held functions, whose calls are already known.
     let lint_chunk = |chunk: &SassChunk, held: Option<usize>, output: &mut UnitOutput| {
         progress.function(&label, &chunk.function, chunk.text.len());
+        output.saw(chunk);
         let closure = callees
             .map(|c| match held {
                 Some(k) => {
@@ -940,6 +961,7 @@ fn lint_unit(
             while let Some(chunk) = splitter.next() {
                 let chunk = chunk?;
                 n_chunks += 1;
+                output.saw(&chunk);
                 if whole {
                     progress.function(&label, &chunk.function, chunk.text.len());
                     all.push(chunk);

@@ -692,6 +692,36 @@ fn an_interrupted_run_leaves_no_temporary_files() {
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
+/// A bare cubin (its file name says no architecture) whose listing is for an architecture newer
+/// than any the semantics table was checked against, as a newer toolkit's nvdisasm prints it
+/// (here a fake one prints the committed listing of the same cubin renamed to `sm_190a`): the
+/// run says so once, as a listing file does, and the findings are still reported.
+#[test]
+fn a_bare_cubin_for_a_newer_architecture_says_so() {
+    let listing = repo().join("fixtures/compiled/sm_90a/spin_poll.nvdisasm.sass");
+    let listing = listing.to_str().unwrap();
+    let cubin = repo().join(CUBIN);
+    let cubin = cubin.to_str().unwrap();
+    let run_with = |script: &str| {
+        let tools = fake_tools(script);
+        let run = check(&["--cuda-bin", tools.path().to_str().unwrap(), cubin], SHORT);
+        run.assert_sane(SHORT, SMALL_MIB);
+        assert_eq!(run.code, Some(1), "{}", run.describe());
+        run
+    };
+    let notes =
+        |run: &Run| run.stdout.lines().filter(|l| l.contains("note[unknown-architecture]")).count();
+    let newer = run_with(&format!("sed 's/sm_90a/sm_190a/g' '{listing}'"));
+    assert_eq!(notes(&newer), 1, "{}", newer.describe());
+    let note = newer.line_of(cubin);
+    assert!(note.contains(":1:1: note[unknown-architecture]: `sm_190a`"), "{note}");
+    let known = run_with(&format!("cat '{listing}'"));
+    assert_eq!(notes(&known), 0, "{}", known.describe());
+    let findings = |run: &Run| run.stdout.lines().filter(|l| l.contains("error[")).count();
+    assert!(findings(&known) > 0);
+    assert_eq!(findings(&newer), findings(&known));
+}
+
 /// A disassembler that no longer reads the cubin's architecture (nvdisasm 13 and `sm_70`, as
 /// in the multi-architecture libraries of the `bitsandbytes` wheel): the error says so and
 /// names the way out.
