@@ -873,9 +873,9 @@ fn lint_unit(
     let mine =
         |index: usize| unit.functions.as_ref().is_none_or(|own| own.binary_search(&index).is_ok());
     let streamed: Option<Vec<usize>> = match (callees, &unit.functions) {
-        (Some(callees), Some(own)) => {
-            Some(own.iter().copied().filter(|i| callees.sorted.binary_search(i).is_err()).collect())
-        }
+        (Some(callees), Some(own)) => Some(
+            own.iter().copied().filter(|i| callees.indices.binary_search(i).is_err()).collect(),
+        ),
         (Some(callees), None) => Some(callees.others.clone()),
         (None, own) => own.clone(),
     };
@@ -1143,10 +1143,9 @@ fn linking(
 /// with the functions it calls, and the call is followed into a copy of their code
 /// (`fencelint_lower`'s linking of named calls).
 struct Callees {
-    /// The symbol index of each held function.
+    /// The symbol index of each held function, in symbol order (the held functions are left
+    /// out of the stream of the rest).
     indices: Vec<usize>,
-    /// The same, sorted: left out of the stream of the rest.
-    sorted: Vec<usize>,
     /// The symbol indices of the cubin's other functions.
     others: Vec<usize>,
     chunks: Vec<SassChunk>,
@@ -1192,7 +1191,6 @@ impl Callees {
         let (callable, others): (Vec<_>, Vec<_>) =
             functions.into_iter().zip(references).partition(|(f, _)| f.callable);
         let callable: Vec<CodeFunction> = callable.into_iter().map(|(f, _)| f).collect();
-        let sorted: Vec<usize> = callable.iter().map(|f| f.index).collect();
         // In parts, as a large cubin is (nvdisasm's memory grows with what it prints: 612 MB
         // for the 13 MB of code of NVSHMEM's sm_90 device library at once), `workers` at a time.
         let parts: Vec<Vec<usize>> =
@@ -1234,7 +1232,7 @@ impl Callees {
             .into_iter()
             .map(|chunk| symbol.get(chunk.function.as_str()).map(|&index| (index, chunk)))
             .collect::<Option<_>>()?;
-        if chunks.len() != sorted.len() {
+        if chunks.len() != callable.len() {
             return None;
         }
         // In symbol order: the threads finish their parts in any order, and the plan below
@@ -1245,7 +1243,6 @@ impl Callees {
             chunks.iter().enumerate().map(|(k, chunk)| (chunk.function.clone(), k)).collect();
         let mut held = Self {
             indices,
-            sorted,
             others: others.iter().map(|(f, _)| f.index).collect(),
             alone: chunks.iter().map(|_| OnceLock::new()).collect(),
             chunks,
@@ -1636,7 +1633,7 @@ mod tests {
             // The held functions are in symbol order, however the threads that disassembled
             // them in parts finished: their plan goes through them in this order.
             if let Some(callees) = &callees {
-                assert_eq!(callees.indices, callees.sorted, "{name}");
+                assert!(callees.indices.windows(2).all(|w| w[0] < w[1]), "{name}");
             }
             let cubin = Cubin { companion: None, whole, callees: Mutex::new(callees) };
             let progress = Progress::new(ProgressBar::hidden());
