@@ -13,7 +13,7 @@
 //! (`ptxas-reordered-across-wait`) against that PTX, with the ptxas version from the cubin's
 //! `.note.nv.tkinfo` note.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -148,6 +148,25 @@ pub(crate) struct BinaryOutput {
     pub no_cuda: bool,
     /// The architectures of the cubins disassembled (`sm_90`), in the order first met.
     pub archs: Vec<String>,
+    /// For each cubin whose functions call others by name without the call being followed,
+    /// what was not followed and why, in the order of the cubins.
+    pub unfollowed: Vec<UnfollowedCalls>,
+}
+
+/// Calls by name of other functions that a cubin's functions make and that were not followed
+/// (no copy of the callee's code was linted with the caller), summed over the cubin's parts.
+/// A call of a function the driver provides (`vprintf`) or of an arithmetic helper is not
+/// counted ([`linking::worth_following`]), nor one that the budget of linked text left out
+/// (that caller says so itself).
+pub(crate) struct UnfollowedCalls {
+    /// The cubin (`lib.so[sm_80:lib.414.sm_80.cubin]`).
+    pub cubin: String,
+    /// The functions that make such calls.
+    pub functions: usize,
+    /// The functions they name.
+    pub callees: BTreeSet<String>,
+    /// Why they were not followed.
+    pub reason: String,
 }
 
 /// One cubin or PTX file of a binary.
@@ -175,6 +194,10 @@ struct UnitOutput {
     /// The architectures the listing names (`.target`, `code for`), which the name of a bare
     /// cubin need not.
     archs: Vec<Arch>,
+    /// The functions linted alone that call others by name, and the names ([`UnfollowedCalls`]).
+    unfollowed: (usize, BTreeSet<String>),
+    /// Why those calls were not followed.
+    unfollowed_reason: String,
 }
 
 impl UnitOutput {
@@ -202,6 +225,7 @@ pub(crate) fn lint_binaries(
             functions: 0,
             no_cuda: false,
             archs: Vec::new(),
+            unfollowed: Vec::new(),
         })
         .collect();
     if inputs.is_empty() {
@@ -298,14 +322,14 @@ pub(crate) fn lint_binaries(
             progress.unit(&unit_label(&inputs[unit.binary].1, unit));
             let cubin = cubins[unit.whole].get_or_init(|| {
                 let companion = companion(unit, &inputs[unit.binary].1, &tools, settings);
-                let (whole, callees) = linking(
+                let (whole, callees, callable_code) = linking(
                     unit,
                     tools.nvdisasm.as_deref(),
                     companion.is_some(),
                     options.timeout,
                     workers,
                 );
-                Cubin { companion, whole, callees: Mutex::new(callees) }
+                Cubin { companion, whole, callees: Mutex::new(callees), callable_code }
             });
             let output = lint_unit(
                 unit,
@@ -348,6 +372,22 @@ pub(crate) fn lint_binaries(
         }
         output.functions += result.functions;
         output.findings.extend(result.findings);
+        let (functions, callees) = result.unfollowed;
+        if functions > 0 {
+            let cubin = unit_label(&inputs[unit.binary].1, unit);
+            match output.unfollowed.iter_mut().find(|u| u.cubin == cubin) {
+                Some(known) => {
+                    known.functions += functions;
+                    known.callees.extend(callees);
+                }
+                None => output.unfollowed.push(UnfollowedCalls {
+                    cubin,
+                    functions,
+                    callees,
+                    reason: result.unfollowed_reason,
+                }),
+            }
+        }
         if let Some(error) = result.error {
             output.errors.push(error);
         }
@@ -840,8 +880,14 @@ fn lint_unit(
     let callees = cubin.callees.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     let (companion, callees) = (cubin.companion.as_ref(), callees.as_ref());
     let label = unit_label(binary, unit);
-    let mut output =
-        UnitOutput { findings: Vec::new(), error: None, functions: 0, archs: Vec::new() };
+    let mut output = UnitOutput {
+        findings: Vec::new(),
+        error: None,
+        functions: 0,
+        archs: Vec::new(),
+        unfollowed: (0, BTreeSet::new()),
+        unfollowed_reason: unfollowed_reason(callees.is_some(), cubin.callable_code),
+    };
     let Some(path) = &unit.path else {
         output.error = Some(format!("`{}` could not be extracted from the binary", unit.name));
         return output;
@@ -919,13 +965,27 @@ fn lint_unit(
         }
         // A held function that calls no other held one (or whose calls the budget leaves out)
         // was linted alone already if a caller asked ([`Callees::shows_alone`]).
-        let (functions, mut diagnostics) = if let (Some(callees), Some(k)) = (callees, held) {
-            let lint = callees.alone(k, settings, companion);
-            (lint.functions, lint.diagnostics.clone())
-        } else {
-            let lint = lint_alone(chunk, settings, companion);
-            (lint.functions, lint.diagnostics)
-        };
+        let (functions, mut diagnostics, external) =
+            if let (Some(callees), Some(k)) = (callees, held) {
+                let lint = callees.alone(k, settings, companion);
+                (lint.functions, lint.diagnostics.clone(), lint.external_calls.clone())
+            } else {
+                let lint = lint_alone(chunk, settings, companion);
+                (lint.functions, lint.diagnostics, lint.external_calls)
+            };
+        // Calls of functions that are not held (a held one is followed where it matters).
+        if not_followed.is_none() {
+            let mut any = false;
+            for name in external {
+                if linking::worth_following(&name)
+                    && callees.is_none_or(|c| !c.by_name.contains_key(&name))
+                {
+                    any = true;
+                    output.unfollowed.1.insert(name);
+                }
+            }
+            output.unfollowed.0 += usize::from(any);
+        }
         diagnostics.extend(not_followed);
         output.functions += functions;
         if !diagnostics.is_empty() {
@@ -1054,6 +1114,8 @@ struct Cubin {
     whole: bool,
     /// Dropped once the cubin's last part is linted.
     callees: Mutex<Option<Arc<Callees>>>,
+    /// The code size of its callable functions (0 when it has none, or it was not read).
+    callable_code: u64,
 }
 
 /// Lints one function cut out of a listing by itself (its calls of other functions fall
@@ -1112,29 +1174,67 @@ fn linked_max_code() -> u64 {
 }
 
 /// The callable functions of a cubin (not kernels, each in a code section of its own: see
-/// [`CodeFunction::callable`]) may take at most this much code together to be held.
-const CALLEES_MAX_CODE: u64 = 16 << 20;
+/// [`CodeFunction::callable`]) may take at most this much code together to be held (16 MiB;
+/// `FENCELINT_HELD_MAX`, in bytes, moves it, for tests and measurements).
+fn held_max_code() -> u64 {
+    static MAX: OnceLock<u64> = OnceLock::new();
+    *MAX.get_or_init(|| {
+        std::env::var("FENCELINT_HELD_MAX").ok().and_then(|v| v.parse().ok()).unwrap_or(16 << 20)
+    })
+}
+
+/// Why a call by name of a cubin's function was not followed, when its callable functions
+/// (`callable_code` bytes of code) were `held` or not.
+fn unfollowed_reason(held: bool, callable_code: u64) -> String {
+    if held || callable_code == 0 {
+        "the functions they name are not in this cubin".to_owned()
+    } else if callable_code > held_max_code() {
+        format!(
+            "the cubin's functions that are not kernels, {} of code, are more than the {} held \
+             to follow calls",
+            size_text(callable_code),
+            size_text(held_max_code())
+        )
+    } else {
+        "the cubin's functions that are not kernels could not be disassembled apart".to_owned()
+    }
+}
+
+/// `bytes` for a message: `42.3 MiB`, `12 KiB`.
+fn size_text(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        // Tenths of a MiB, rounded.
+        let tenths = bytes.saturating_mul(10).saturating_add(1 << 19) >> 20;
+        format!("{}.{} MiB", tenths / 10, tenths % 10)
+    } else {
+        format!("{} KiB", bytes.div_ceil(1 << 10))
+    }
+}
 
 /// How a cubin's calls of its own functions by name are followed (nvdisasm names the callee;
 /// cuobjdump prints `0x0`, and nothing is followed): not at all when it has no callable
 /// function; by linting it whole when it is small and not split into parts (the first value);
-/// else by holding its callable functions ([`Callees`]).
+/// else by holding its callable functions ([`Callees`]). The third value is the code size of
+/// the callable functions.
 fn linking(
     unit: &Unit,
     nvdisasm: Option<&Path>,
     ptx_lines: bool,
     timeout: Duration,
     workers: usize,
-) -> (bool, Option<Arc<Callees>>) {
-    let Some(nvdisasm) = nvdisasm.filter(|_| !unit.ptx) else { return (false, None) };
-    let Some(mut elf) = unit.path.as_deref().and_then(Elf::open) else { return (false, None) };
+) -> (bool, Option<Arc<Callees>>, u64) {
+    let Some(nvdisasm) = nvdisasm.filter(|_| !unit.ptx) else { return (false, None, 0) };
+    let Some(mut elf) = unit.path.as_deref().and_then(Elf::open) else { return (false, None, 0) };
     let Some(functions) = elf.functions().filter(|f| f.iter().any(|f| f.callable)) else {
-        return (false, None);
+        return (false, None, 0);
     };
+    let callable_code = code_size(functions.iter().filter(|f| f.callable));
     if unit.functions.is_none() && code_size(&functions) <= linked_max_code() {
-        return (true, None);
+        return (true, None, callable_code);
     }
-    (false, Callees::disassemble(unit, &mut elf, functions, nvdisasm, ptx_lines, timeout, workers))
+    let held =
+        Callees::disassemble(unit, &mut elf, functions, nvdisasm, ptx_lines, timeout, workers);
+    (false, held, callable_code)
 }
 
 /// A cubin's callable functions, disassembled with nvdisasm before the rest of the cubin and
@@ -1181,7 +1281,7 @@ impl Callees {
     ) -> Option<Arc<Self>> {
         let path = unit.path.as_deref()?;
         let callable_size = code_size(functions.iter().filter(|f| f.callable));
-        if !functions.iter().any(|f| f.callable) || callable_size > CALLEES_MAX_CODE {
+        if !functions.iter().any(|f| f.callable) || callable_size > held_max_code() {
             return None;
         }
         // The functions each function's relocations name. Unreadable relocations leave every
@@ -1627,7 +1727,8 @@ mod tests {
             assert_eq!(parts.len(), 4);
             // As the first part to ask finds them (the whole cubin, small, would be linted
             // whole instead: tests/binary.rs).
-            let (whole, callees) = linking(&parts[0], Some(&nvdisasm), false, options.timeout, 2);
+            let (whole, callees, callable_code) =
+                linking(&parts[0], Some(&nvdisasm), false, options.timeout, 2);
             assert!(!whole);
             assert_eq!(callees.is_some(), callable, "{name}");
             // The held functions are in symbol order, however the threads that disassembled
@@ -1635,7 +1736,8 @@ mod tests {
             if let Some(callees) = &callees {
                 assert!(callees.indices.windows(2).all(|w| w[0] < w[1]), "{name}");
             }
-            let cubin = Cubin { companion: None, whole, callees: Mutex::new(callees) };
+            let cubin =
+                Cubin { companion: None, whole, callees: Mutex::new(callees), callable_code };
             let progress = Progress::new(ProgressBar::hidden());
             let lint = |unit: &Unit, progress: &Progress| {
                 let output = lint_unit(unit, name, &tools, &options, &settings, &cubin, progress);
@@ -1683,6 +1785,15 @@ mod tests {
         assert_eq!(thousands(0), "0");
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(1000), "1,000");
+    }
+
+    #[test]
+    fn sizes_read_in_kib_or_tenths_of_mib() {
+        assert_eq!(size_text(0), "0 KiB");
+        assert_eq!(size_text(3_000), "3 KiB");
+        assert_eq!(size_text(1 << 20), "1.0 MiB");
+        assert_eq!(size_text((42 << 20) + (3 << 20) / 10 + 1), "42.3 MiB");
+        assert_eq!(size_text(16 << 20), "16.0 MiB");
     }
 
     #[test]

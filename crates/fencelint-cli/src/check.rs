@@ -291,6 +291,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
             diagnostics.push(input_error(file, 0, error));
         }
         diagnostics.extend(newer_archs(file, &newer_than_checked(&output.archs)));
+        diagnostics.extend(output.unfollowed.iter().map(|u| unfollowed_calls(file, u)));
         // A cubin's own PTX is registered once, however many of its functions point into it.
         let mut companions: Vec<(std::sync::Arc<binary::Companion>, FileId)> = Vec::new();
         for finding in output.findings {
@@ -547,6 +548,34 @@ fn newer_archs(file: FileId, archs: &[String]) -> impl Iterator<Item = Diagnosti
             label,
         )
     })
+}
+
+/// A note at the start of a binary's `file` for a cubin whose functions call others by name
+/// with no copy of the callee's code linted in the caller's context.
+fn unfollowed_calls(file: FileId, unfollowed: &binary::UnfollowedCalls) -> Diagnostic {
+    let binary::UnfollowedCalls { cubin, functions, callees, reason } = unfollowed;
+    // The example named is one of the program's own functions where there is one, not a
+    // compiler helper (`__cuda_sm3x_div_rn_noftz_f32_slowpath`).
+    let first = callees
+        .iter()
+        .find(|name| !name.starts_with("__cuda_"))
+        .or_else(|| callees.iter().next())
+        .map_or("", String::as_str);
+    let named = binary::demangle(first).unwrap_or_else(|| first.to_owned());
+    Diagnostic::new(
+        codes::CALLS_NOT_FOLLOWED,
+        Severity::Note,
+        format!(
+            "in `{cubin}`, {functions} function{} call{} {} other function{} by name (such as \
+             `{named}`) without the call being followed: {reason}; a hazard across such a call \
+             may go unreported",
+            plural(*functions),
+            if *functions == 1 { "s" } else { "" },
+            callees.len(),
+            plural(callees.len()),
+        ),
+        Label::new(file, TextRange::empty(0), ""),
+    )
 }
 
 /// A note at the start of `file` when its SASS has calls that name no callee.

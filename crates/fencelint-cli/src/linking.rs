@@ -50,6 +50,24 @@ pub(crate) fn closure<'c>(
     found
 }
 
+/// Functions that the driver provides and a listing never holds: calls of them fall through.
+const DRIVER_FUNCTIONS: &[&str] = &["__assertfail", "vprintf", "malloc", "free"];
+
+/// The prefix of the compiler's arithmetic helpers (`__cuda_sm20_div_u64`,
+/// `__cuda_sm20_rem_s64__1251`): functions that touch no memory other threads see and order
+/// nothing.
+const ARITHMETIC_HELPERS: &str = "__cuda_sm20_";
+
+/// Whether a call of `name` is worth following into the callee: not a label or a subroutine of
+/// the caller's own (`.L_x_3`, `$kernel$helper`), not a function the driver provides, not an
+/// arithmetic helper. NCCL's kernels call `__assertfail` a thousand times and the 64-bit
+/// division helpers a hundred.
+pub(crate) fn worth_following(name: &str) -> bool {
+    !name.starts_with(['.', '$'])
+        && !DRIVER_FUNCTIONS.contains(&name)
+        && !name.starts_with(ARITHMETIC_HELPERS)
+}
+
 /// Functions linted together: where each one's text starts in the whole, and the findings kept,
 /// grouped by the function each belongs to (its index among the parts).
 pub(crate) struct Together {

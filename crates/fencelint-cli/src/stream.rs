@@ -360,18 +360,9 @@ impl Keep {
     }
 }
 
-/// Functions that the driver provides and a listing never holds: calls of them fall through.
-const DRIVER_FUNCTIONS: &[&str] = &["__assertfail", "vprintf", "malloc", "free"];
-
-/// The prefix of the compiler's arithmetic helpers (`__cuda_sm20_div_u64`,
-/// `__cuda_sm20_rem_s64__1251`): functions of the listing that touch no memory other threads
-/// see and order nothing, so calls of them are not followed ([`follow_calls`]).
-const ARITHMETIC_HELPERS: &str = "__cuda_sm20_";
-
-/// Whether a function of an nvdisasm text listing calls another function by name (not a label
-/// or a subroutine of its own, `.L_x_3` or `$kernel$helper`, not a function the driver
-/// provides, not an arithmetic helper): NCCL's kernels call `__assertfail` a thousand times
-/// and the 64-bit division helpers a hundred, and keeping them for that filled the budget.
+/// Whether a function of an nvdisasm text listing calls another function by name, one worth
+/// following ([`linking::worth_following`]): keeping NCCL's kernels for their calls of
+/// `__assertfail` and of the 64-bit division helpers filled the budget.
 fn calls_a_function(text: &str) -> bool {
     let bytes = text.as_bytes();
     memchr::memmem::find_iter(bytes, b"CALL").any(|at| {
@@ -380,9 +371,7 @@ fn calls_a_function(text: &str) -> bool {
         let Some(start) = line.find("`(") else { return false };
         let name = &line[start + 2..];
         let name = &name[..name.find(')').unwrap_or(name.len())];
-        !name.starts_with(['.', '$'])
-            && !DRIVER_FUNCTIONS.contains(&name)
-            && !name.starts_with(ARITHMETIC_HELPERS)
+        linking::worth_following(name)
     })
 }
 

@@ -217,6 +217,36 @@ fn callers_past_the_budget_say_their_calls_were_not_followed() {
     assert!(polls(&spent) < polls(&linked), "{spent}\n{linked}");
 }
 
+/// A cubin whose functions that are not kernels are too many to hold (NCCL's `sm_75` and
+/// `sm_80` cubins: 42 MiB of them) lints each kernel alone, and says once that their calls were not
+/// followed, naming how many and why; a cubin whose calls are followed says nothing.
+#[test]
+fn calls_that_are_not_followed_are_said_once_per_cubin() {
+    let cubin = "fixtures/compiled/sm_90a/noinline_poll.rdc.cubin";
+    if check_with_tools("calls_that_are_not_followed", &["--select", "all", cubin]).is_none() {
+        return;
+    }
+    let run = |env: &[(&str, &str)]| {
+        let args = ["check", "--format", "short", "--locations", "input", "--select", "all", cubin];
+        let out = common::command(&args).envs(env.iter().copied()).output().unwrap();
+        stdout(&out)
+    };
+    let notes = |text: &str| finding_lines(text, "calls-not-followed").len();
+    let whole = run(&[]);
+    let held = run(&[("FENCELINT_LINKED_MAX", "0")]);
+    let too_large = run(&[("FENCELINT_LINKED_MAX", "0"), ("FENCELINT_HELD_MAX", "0")]);
+    assert_eq!(notes(&whole), 0, "{whole}");
+    assert_eq!(notes(&held), 0, "{held}");
+    assert_eq!(notes(&too_large), 1, "{too_large}");
+    let note = finding_lines(&too_large, "calls-not-followed")[0];
+    assert!(note.starts_with(&format!("{cubin}:1:1: note[calls-not-followed]")), "{note}");
+    // The eight kernels call the five functions that are not kernels.
+    assert!(note.contains("8 functions call 5 other functions by name"), "{note}");
+    assert!(note.contains("are more than the 0 KiB held"), "{note}");
+    let polls = |text: &str| finding_lines(text, "spin-poll-without-acquire").len();
+    assert!(polls(&too_large) < polls(&held), "{too_large}\n{held}");
+}
+
 /// When the budget covers some of a larger cubin's callers and not others, which ones are linted
 /// with their callees is planned from the cubin's relocations before any function is linted:
 /// the output is the same whether the cubin is disassembled in one process or in parts that the
