@@ -886,7 +886,11 @@ fn lint_unit(
         functions: 0,
         archs: Vec::new(),
         unfollowed: (0, BTreeSet::new()),
-        unfollowed_reason: unfollowed_reason(callees.is_some(), cubin.callable_code),
+        unfollowed_reason: unfollowed_reason(
+            callees.is_some(),
+            cubin.callable_code.0,
+            cubin.callable_code.1,
+        ),
     };
     let Some(path) = &unit.path else {
         output.error = Some(format!("`{}` could not be extracted from the binary", unit.name));
@@ -1114,8 +1118,10 @@ struct Cubin {
     whole: bool,
     /// Dropped once the cubin's last part is linted.
     callees: Mutex<Option<Arc<Callees>>>,
-    /// The code size of its callable functions (0 when it has none, or it was not read).
-    callable_code: u64,
+    /// The code size of the callable functions to hold (those that some function calls by
+    /// name; 0 when there are none, or they were not read), and whether some of them share a
+    /// name (see [`unfollowed_reason`]).
+    callable_code: (u64, bool),
 }
 
 /// Lints one function cut out of a listing by itself (its calls of other functions fall
@@ -1183,15 +1189,21 @@ fn held_max_code() -> u64 {
     })
 }
 
-/// Why a call by name of a cubin's function was not followed, when its callable functions
-/// (`callable_code` bytes of code) were `held` or not.
-fn unfollowed_reason(held: bool, callable_code: u64) -> String {
+/// Why a call by name of a cubin's function was not followed, when the functions to hold
+/// (`callable_code` bytes of code: those that other functions call by name; `shared_names`
+/// when some of them share a name) were `held` or not.
+fn unfollowed_reason(held: bool, callable_code: u64, shared_names: bool) -> String {
     if held || callable_code == 0 {
         "the functions they name are not in this cubin".to_owned()
+    } else if shared_names {
+        "several of the functions they name share a name (the compiler's helpers, one copy per \
+         section), which nvdisasm prints with numbers the cubin does not hold, so they cannot be \
+         told apart"
+            .to_owned()
     } else if callable_code > held_max_code() {
         format!(
-            "the cubin's functions that are not kernels, {} of code, are more than the {} held \
-             to follow calls",
+            "the cubin's functions called by name, {} of code, are more than the {} held to \
+             follow calls",
             size_text(callable_code),
             size_text(held_max_code())
         )
@@ -1214,27 +1226,57 @@ fn size_text(bytes: u64) -> String {
 /// How a cubin's calls of its own functions by name are followed (nvdisasm names the callee;
 /// cuobjdump prints `0x0`, and nothing is followed): not at all when it has no callable
 /// function; by linting it whole when it is small and not split into parts (the first value);
-/// else by holding its callable functions ([`Callees`]). The third value is the code size of
-/// the callable functions.
+/// else by holding its callable functions that some function calls by name ([`Callees`]).
+/// The third value is their code size and whether some of them share a name.
 fn linking(
     unit: &Unit,
     nvdisasm: Option<&Path>,
     ptx_lines: bool,
     timeout: Duration,
     workers: usize,
-) -> (bool, Option<Arc<Callees>>, u64) {
-    let Some(nvdisasm) = nvdisasm.filter(|_| !unit.ptx) else { return (false, None, 0) };
-    let Some(mut elf) = unit.path.as_deref().and_then(Elf::open) else { return (false, None, 0) };
-    let Some(functions) = elf.functions().filter(|f| f.iter().any(|f| f.callable)) else {
-        return (false, None, 0);
+) -> (bool, Option<Arc<Callees>>, (u64, bool)) {
+    let Some(nvdisasm) = nvdisasm.filter(|_| !unit.ptx) else { return (false, None, (0, false)) };
+    let Some(mut elf) = unit.path.as_deref().and_then(Elf::open) else {
+        return (false, None, (0, false));
     };
-    let callable_code = code_size(functions.iter().filter(|f| f.callable));
+    let Some(functions) = elf.functions().filter(|f| f.iter().any(|f| f.callable)) else {
+        return (false, None, (0, false));
+    };
     if unit.functions.is_none() && code_size(&functions) <= linked_max_code() {
-        return (true, None, callable_code);
+        let callable_code = code_size(functions.iter().filter(|f| f.callable));
+        return (true, None, (callable_code, false));
     }
-    let held =
-        Callees::disassemble(unit, &mut elf, functions, nvdisasm, ptx_lines, timeout, workers);
-    (false, held, callable_code)
+    // The functions each function's relocations name (its calls by name), read before anything
+    // is disassembled. The callable functions that some function names are the ones to hold:
+    // NCCL's sm_80 cubin has 42.7 MiB of functions that are not kernels, nearly all of them
+    // `ncclDevFunc_*` functions called through a table, and 37 small helpers called by name.
+    // Where the relocations cannot be read, every callable function is held, as before.
+    let references = elf.references(&functions);
+    let named: Option<HashSet<usize>> =
+        references.as_ref().map(|all| all.iter().flatten().copied().collect());
+    let to_hold =
+        |f: &CodeFunction| f.callable && named.as_ref().is_none_or(|n| n.contains(&f.index));
+    let held_code = code_size(functions.iter().filter(|f| to_hold(f)));
+    let mut seen_names = HashSet::new();
+    let shared_names = !functions.iter().filter(|f| to_hold(f)).all(|f| seen_names.insert(&f.name));
+    let references = references.unwrap_or_else(|| vec![Vec::new(); functions.len()]);
+    let functions: Vec<Planned> = functions
+        .into_iter()
+        .zip(references)
+        .map(|(function, references)| Planned { hold: to_hold(&function), function, references })
+        .collect();
+    let held = Callees::disassemble(unit, functions, nvdisasm, ptx_lines, timeout, workers);
+    (false, held, (held_code, shared_names))
+}
+
+/// One of a cubin's functions, as [`Callees::disassemble`] takes it.
+struct Planned {
+    function: CodeFunction,
+    /// Whether it is held: a callable function that some function's relocations name.
+    hold: bool,
+    /// The functions its relocations name (empty when they could not be read: it is then not
+    /// planned to be linted with its callees, and says so if it calls one).
+    references: Vec<usize>,
 }
 
 /// A cubin's callable functions, disassembled with nvdisasm before the rest of the cubin and
@@ -1272,25 +1314,29 @@ impl Callees {
     /// followed, and the stream reports what went wrong).
     fn disassemble(
         unit: &Unit,
-        elf: &mut Elf,
-        functions: Vec<CodeFunction>,
+        functions: Vec<Planned>,
         nvdisasm: &Path,
         ptx_lines: bool,
         timeout: Duration,
         workers: usize,
     ) -> Option<Arc<Self>> {
         let path = unit.path.as_deref()?;
-        let callable_size = code_size(functions.iter().filter(|f| f.callable));
-        if !functions.iter().any(|f| f.callable) || callable_size > held_max_code() {
+        let held_size = code_size(functions.iter().filter(|f| f.hold).map(|f| &f.function));
+        if !functions.iter().any(|f| f.hold) || held_size > held_max_code() {
             return None;
         }
-        // The functions each function's relocations name. Unreadable relocations leave every
-        // function that is not held unplanned: its calls are not followed, and it says so.
-        let references =
-            elf.references(&functions).unwrap_or_else(|| vec![Vec::new(); functions.len()]);
-        let (callable, others): (Vec<_>, Vec<_>) =
-            functions.into_iter().zip(references).partition(|(f, _)| f.callable);
-        let callable: Vec<CodeFunction> = callable.into_iter().map(|(f, _)| f).collect();
+        let (callable, others): (Vec<Planned>, Vec<Planned>) =
+            functions.into_iter().partition(|f| f.hold);
+        let callable: Vec<CodeFunction> = callable.into_iter().map(|f| f.function).collect();
+        // Each held function's symbol, by name. A name that several of them share (NCCL's
+        // sm_80 cubin has a `__cuda_sm20_div_s64` in each of many sections) is printed by
+        // nvdisasm with a number of its own (`__cuda_sm20_div_s64__5`), in its calls too, which
+        // the cubin does not hold: such functions cannot be told apart, and none is held.
+        let symbol: HashMap<&str, usize> =
+            callable.iter().map(|f| (f.name.as_str(), f.index)).collect();
+        if symbol.len() != callable.len() {
+            return None;
+        }
         // In parts, as a large cubin is (nvdisasm's memory grows with what it prints: 612 MB
         // for the 13 MB of code of NVSHMEM's sm_90 device library at once), `workers` at a time.
         let parts: Vec<Vec<usize>> =
@@ -1325,9 +1371,7 @@ impl Callees {
         });
         let chunks: Vec<SassChunk> =
             disassembled.into_iter().collect::<Option<Vec<_>>>()?.into_iter().flatten().collect();
-        // Each held function's symbol, by name; all or none.
-        let symbol: HashMap<&str, usize> =
-            callable.iter().map(|f| (f.name.as_str(), f.index)).collect();
+        // Each held function's symbol; all or none.
         let mut chunks: Vec<(usize, SassChunk)> = chunks
             .into_iter()
             .map(|chunk| symbol.get(chunk.function.as_str()).map(|&index| (index, chunk)))
@@ -1343,7 +1387,7 @@ impl Callees {
             chunks.iter().enumerate().map(|(k, chunk)| (chunk.function.clone(), k)).collect();
         let mut held = Self {
             indices,
-            others: others.iter().map(|(f, _)| f.index).collect(),
+            others: others.iter().map(|f| f.function.index).collect(),
             alone: chunks.iter().map(|_| OnceLock::new()).collect(),
             chunks,
             by_name,
@@ -1376,14 +1420,14 @@ impl Callees {
         // either way, so only the callees' counts: what linking them adds.
         let position: HashMap<usize, usize> =
             held.indices.iter().enumerate().map(|(k, &index)| (index, k)).collect();
-        for (function, references) in &others {
-            let direct = references.iter().filter_map(|index| position.get(index).copied());
+        for other in &others {
+            let direct = other.references.iter().filter_map(|index| position.get(index).copied());
             let calls = |k: usize| held.calls[k].as_slice();
             let closure = linking::closure(usize::MAX, direct, calls, size, |_| true);
             let cost: usize = closure.iter().map(|&c| size(c)).sum();
             if !closure.is_empty() && cost <= left {
                 left -= cost;
-                held.others_planned.insert(function.name.clone());
+                held.others_planned.insert(other.function.name.clone());
             }
         }
         Some(Arc::new(held))
@@ -1735,6 +1779,19 @@ mod tests {
             // them in parts finished: their plan goes through them in this order.
             if let Some(callees) = &callees {
                 assert!(callees.indices.windows(2).all(|w| w[0] < w[1]), "{name}");
+                // Only the functions that some function calls by name are held (the listing of
+                // the same cubin names them in its `CALL`s); the cubin has three more that are
+                // not kernels.
+                let listing =
+                    std::fs::read_to_string(path.with_file_name("noinline_poll.rdc.nvdisasm.sass"))
+                        .unwrap();
+                let mut called: Vec<&str> = named_calls(&listing).collect();
+                called.sort_unstable();
+                called.dedup();
+                let mut held: Vec<&str> =
+                    callees.chunks.iter().map(|c| c.function.as_str()).collect();
+                held.sort_unstable();
+                assert_eq!(held, called, "{name}");
             }
             let cubin =
                 Cubin { companion: None, whole, callees: Mutex::new(callees), callable_code };
