@@ -151,6 +151,9 @@ pub(crate) struct BinaryOutput {
     /// For each cubin whose functions call others by name without the call being followed,
     /// what was not followed and why, in the order of the cubins.
     pub unfollowed: Vec<UnfollowedCalls>,
+    /// The calls that name no callee (`CALL.ABS.NOINC 0x0`, as cuobjdump prints a call when
+    /// it disassembles in nvdisasm's place).
+    pub unnamed_calls: fencelint_linter::UnnamedCalls,
 }
 
 /// Calls by name of other functions that a cubin's functions make and that were not followed
@@ -198,6 +201,8 @@ struct UnitOutput {
     unfollowed: (usize, BTreeSet<String>),
     /// Why those calls were not followed.
     unfollowed_reason: String,
+    /// The calls that name no callee ([`BinaryOutput::unnamed_calls`]).
+    unnamed_calls: fencelint_linter::UnnamedCalls,
 }
 
 impl UnitOutput {
@@ -226,6 +231,7 @@ pub(crate) fn lint_binaries(
             no_cuda: false,
             archs: Vec::new(),
             unfollowed: Vec::new(),
+            unnamed_calls: fencelint_linter::UnnamedCalls::default(),
         })
         .collect();
     if inputs.is_empty() {
@@ -372,6 +378,7 @@ pub(crate) fn lint_binaries(
         }
         output.functions += result.functions;
         output.findings.extend(result.findings);
+        output.unnamed_calls.add(result.unnamed_calls);
         let (functions, callees) = result.unfollowed;
         if functions > 0 {
             let cubin = unit_label(&inputs[unit.binary].1, unit);
@@ -891,6 +898,7 @@ fn lint_unit(
             cubin.callable_code.0,
             cubin.callable_code.1,
         ),
+        unnamed_calls: fencelint_linter::UnnamedCalls::default(),
     };
     let Some(path) = &unit.path else {
         output.error = Some(format!("`{}` could not be extracted from the binary", unit.name));
@@ -972,9 +980,11 @@ fn lint_unit(
         let (functions, mut diagnostics, external) =
             if let (Some(callees), Some(k)) = (callees, held) {
                 let lint = callees.alone(k, settings, companion);
+                output.unnamed_calls.add(lint.unnamed_calls);
                 (lint.functions, lint.diagnostics.clone(), lint.external_calls.clone())
             } else {
                 let lint = lint_alone(chunk, settings, companion);
+                output.unnamed_calls.add(lint.unnamed_calls);
                 (lint.functions, lint.diagnostics, lint.external_calls)
             };
         // Calls of functions that are not held (a held one is followed where it matters).

@@ -292,6 +292,11 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         }
         diagnostics.extend(newer_archs(file, &newer_than_checked(&output.archs)));
         diagnostics.extend(output.unfollowed.iter().map(|u| unfollowed_calls(file, u)));
+        diagnostics.extend(unnamed_calls(
+            file,
+            output.unnamed_calls,
+            "install nvdisasm (`pip install nvidia-cuda-nvdisasm`), which names each callee",
+        ));
         // A cubin's own PTX is registered once, however many of its functions point into it.
         let mut companions: Vec<(std::sync::Arc<binary::Companion>, FileId)> = Vec::new();
         for finding in output.findings {
@@ -364,7 +369,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         n_suppressed += output.suppressed;
         diagnostics.extend(output.diagnostics);
         diagnostics.extend(newer_archs(job.file, &newer_than_checked(&output.sass_archs)));
-        diagnostics.extend(unnamed_calls(job.file, output.unnamed_calls));
+        diagnostics.extend(unnamed_calls(job.file, output.unnamed_calls, LINT_THE_CUBIN));
     }
     fencelint_diagnostics::sort(&mut diagnostics);
     let n_ignored = config.filter(&db, &mut diagnostics);
@@ -505,7 +510,7 @@ fn add_streamed(
         let file =
             db.add_excerpt(name.to_owned(), String::new(), fencelint_source::Excerpt::default());
         diagnostics.extend(newer_archs(file, &newer));
-        diagnostics.extend(unnamed_calls(file, output.unnamed_calls));
+        diagnostics.extend(unnamed_calls(file, output.unnamed_calls, LINT_THE_CUBIN));
     }
     for found in output.findings {
         let ids: Vec<FileId> = found
@@ -578,8 +583,17 @@ fn unfollowed_calls(file: FileId, unfollowed: &binary::UnfollowedCalls) -> Diagn
     )
 }
 
-/// A note at the start of `file` when its SASS has calls that name no callee.
-fn unnamed_calls(file: FileId, unnamed: fencelint_linter::UnnamedCalls) -> Option<Diagnostic> {
+/// The way out of calls that name no callee in a listing.
+const LINT_THE_CUBIN: &str =
+    "lint the cubin itself, or its `nvdisasm` listing, which names each callee";
+
+/// A note at the start of `file` when its SASS has calls that name no callee; `help` says how
+/// to have them followed.
+fn unnamed_calls(
+    file: FileId,
+    unnamed: fencelint_linter::UnnamedCalls,
+    help: &str,
+) -> Option<Diagnostic> {
     let fencelint_linter::UnnamedCalls { calls, functions } = unnamed;
     (calls > 0).then(|| {
         Diagnostic::new(
@@ -598,7 +612,7 @@ fn unnamed_calls(file: FileId, unnamed: fencelint_linter::UnnamedCalls) -> Optio
             ),
             Label::new(file, TextRange::empty(0), ""),
         )
-        .with_help("lint the cubin itself, or its `nvdisasm` listing, which names each callee")
+        .with_help(help)
     })
 }
 

@@ -247,6 +247,45 @@ fn calls_that_are_not_followed_are_said_once_per_cubin() {
     assert!(polls(&too_large) < polls(&held), "{too_large}\n{held}");
 }
 
+/// With cuobjdump and no nvdisasm, a cubin is disassembled by cuobjdump, which prints a call of
+/// another function as `CALL.ABS.NOINC 0x0`: the binary says so, as a cuobjdump listing does,
+/// and names the way out (it said nothing before).
+#[test]
+fn calls_that_cuobjdump_prints_without_a_callee_are_said() {
+    let cubin = "fixtures/compiled/sm_90a/noinline_poll.rdc.cubin";
+    let dirs = std::env::var_os("FENCELINT_CUDA_BIN")
+        .into_iter()
+        .chain(std::env::var_os("PATH"))
+        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>());
+    let Some(cuobjdump) = dirs.map(|dir| dir.join("cuobjdump")).find(|path| path.is_file()) else {
+        eprintln!("NOT RUN: `calls_that_cuobjdump_prints_without_a_callee` needs cuobjdump");
+        return;
+    };
+    let only = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(&cuobjdump, only.path().join("cuobjdump")).unwrap();
+    let args = ["check", "--format", "short", "--select", "all", "--cuda-bin"];
+    let out = common::command(
+        &args.into_iter().chain([only.path().to_str().unwrap(), cubin]).collect::<Vec<_>>(),
+    )
+    .output()
+    .unwrap();
+    let text = stdout(&out);
+    let notes = finding_lines(&text, "calls-not-followed");
+    assert_eq!(notes.len(), 1, "{text}");
+    // The eight kernels make eleven calls (the relocations of the cubin say so too).
+    assert!(notes[0].contains("11 calls in 8 functions name no callee"), "{}", notes[0]);
+    assert!(notes[0].starts_with(&format!("{cubin}:1:1: note[calls-not-followed]")), "{text}");
+    let rich = common::command(
+        &["check", "--format", "rich", "--color", "never", "--select", "all", "--cuda-bin"]
+            .into_iter()
+            .chain([only.path().to_str().unwrap(), cubin])
+            .collect::<Vec<_>>(),
+    )
+    .output()
+    .unwrap();
+    assert!(stdout(&rich).contains("pip install nvidia-cuda-nvdisasm"), "{}", stdout(&rich));
+}
+
 /// When the budget covers some of a larger cubin's callers and not others, which ones are linted
 /// with their callees is planned from the cubin's relocations before any function is linted:
 /// the output is the same whether the cubin is disassembled in one process or in parts that the
