@@ -217,8 +217,8 @@ fn callers_past_the_budget_say_their_calls_were_not_followed() {
     assert!(polls(&spent) < polls(&linked), "{spent}\n{linked}");
 }
 
-/// A cubin whose functions that are not kernels are too many to hold (NCCL's `sm_75` and
-/// `sm_80` cubins: 42 MiB of them) lints each kernel alone, and says once that their calls were not
+/// A cubin whose functions called by name are more code than is held (`FENCELINT_HELD_MAX`
+/// set to nothing here) lints each kernel alone, and says once that their calls were not
 /// followed, naming how many and why; a cubin whose calls are followed says nothing.
 #[test]
 fn calls_that_are_not_followed_are_said_once_per_cubin() {
