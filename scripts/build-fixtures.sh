@@ -36,6 +36,13 @@
 #                              device variables only, sm_80 + sm_90a SASS with
 #                              no code section, compute_90a PTX
 #   kernels.a                  ar rcD of spin_poll.o and device_data.o
+#   linked.sm_80.cubin         nvlink of kernels/linked/*.cu compiled with
+#                              nvcc -c -rdc=true for sm_80: two kernels that call
+#                              a wait by name, with two copies of each of the
+#                              compiler's division helpers (functions sharing a name)
+#   linked.sm_80.nvdisasm-c.sass nvdisasm -c of it
+#   consumer_a.rdc.sm_80.cubin nvcc -cubin -rdc=true of kernels/linked/consumer_a.cu
+#                              alone: its kernel calls a function the cubin lacks
 # plus fixtures/compiled/TOOLCHAIN.txt with the tool versions.
 set -euo pipefail
 export LC_ALL=C
@@ -48,7 +55,7 @@ if [ -n "${FENCELINT_CUDA_BIN:-}" ]; then
 else
     bin="$(scripts/install-cuda-tools.sh | tail -n 1)"
 fi
-for tool in nvcc ptxas cuobjdump nvdisasm fatbinary; do
+for tool in nvcc ptxas cuobjdump nvdisasm fatbinary nvlink; do
     [ -x "$bin/$tool" ] || { echo "build-fixtures: $tool not found in $bin" >&2; exit 2; }
 done
 export PATH="$bin:$PATH"
@@ -173,6 +180,19 @@ nvcc -O3 -c -rdc=true \
 perl -0777 -pe 's/tmpxft_[0-9a-f]{8}_/tmpxft_00000000_/g' "$work/device_data.o" >"$m/device_data.o"
 # A static library of the two objects (`D`: no timestamps, owners or modes).
 (cd "$m" && ar rcD kernels.a spin_poll.o device_data.o)
+# Three translation units device-linked into one cubin (kernels/linked/): nvlink
+# itself, without nvcc's -L flags, which it would write into the cubin. Each
+# consumer file brings its own copies of the compiler's division helpers.
+for f in wait consumer_a consumer_b; do
+    nvcc -O3 -rdc=true -c -arch=sm_80 "fixtures/kernels/linked/$f.cu" -o "$work/linked_$f.o"
+done
+(cd "$work" && nvlink -m64 --arch=sm_80 -cpu-arch=X86_64 \
+    linked_wait.o linked_consumer_a.o linked_consumer_b.o -o linked.sm_80.cubin)
+cp "$work/linked.sm_80.cubin" "$m/linked.sm_80.cubin"
+(cd "$m" && nvdisasm -c linked.sm_80.cubin >linked.sm_80.nvdisasm-c.sass)
+# One of them alone: a relocatable cubin whose kernel calls a function it does not hold.
+nvcc -O3 -rdc=true -cubin -arch=sm_80 fixtures/kernels/linked/consumer_a.cu \
+    -o "$m/consumer_a.rdc.sm_80.cubin"
 
 if grep -rl --binary-files=text -e "$repo/" -e "$repo_real/" -e "$root_real" -e "$work" "$out" >&2; then
     echo "build-fixtures: absolute paths leaked into the files above" >&2
@@ -196,6 +216,9 @@ fi
     echo
     echo "## fatbinary --version"
     fatbinary --version
+    echo
+    echo "## nvlink --version"
+    nvlink --version
     echo
     echo "## host compiler (used for spin_poll.o only)"
     "${CXX:-g++}" --version | head -n 1

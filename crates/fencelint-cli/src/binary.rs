@@ -199,13 +199,26 @@ struct UnitOutput {
     archs: Vec<Arch>,
     /// The functions linted alone that call others by name, and the names ([`UnfollowedCalls`]).
     unfollowed: (usize, BTreeSet<String>),
-    /// Why those calls were not followed.
-    unfollowed_reason: String,
     /// The calls that name no callee ([`BinaryOutput::unnamed_calls`]).
     unnamed_calls: fencelint_linter::UnnamedCalls,
 }
 
 impl UnitOutput {
+    /// Counts a function whose calls by name of `external` functions fell through: those worth
+    /// following that are not held.
+    fn calls_not_followed(&mut self, external: Vec<String>, held: Option<&Callees>) {
+        let mut any = false;
+        for name in external {
+            if linking::worth_following(&name)
+                && held.is_none_or(|c| !c.by_name.contains_key(&name))
+            {
+                any = true;
+                self.unfollowed.1.insert(name);
+            }
+        }
+        self.unfollowed.0 += usize::from(any);
+    }
+
     fn saw(&mut self, chunk: &SassChunk) {
         if let Some(arch) = chunk.arch
             && !self.archs.contains(&arch)
@@ -328,14 +341,15 @@ pub(crate) fn lint_binaries(
             progress.unit(&unit_label(&inputs[unit.binary].1, unit));
             let cubin = cubins[unit.whole].get_or_init(|| {
                 let companion = companion(unit, &inputs[unit.binary].1, &tools, settings);
-                let (whole, callees, callable_code) = linking(
+                let (whole, callees, linkable) = linking(
                     unit,
                     tools.nvdisasm.as_deref(),
                     companion.is_some(),
                     options.timeout,
                     workers,
                 );
-                Cubin { companion, whole, callees: Mutex::new(callees), callable_code }
+                let held = whole || callees.is_some();
+                Cubin { companion, whole, callees: Mutex::new(callees), held, linkable }
             });
             let output = lint_unit(
                 unit,
@@ -382,17 +396,22 @@ pub(crate) fn lint_binaries(
         let (functions, callees) = result.unfollowed;
         if functions > 0 {
             let cubin = unit_label(&inputs[unit.binary].1, unit);
-            match output.unfollowed.iter_mut().find(|u| u.cubin == cubin) {
-                Some(known) => {
-                    known.functions += functions;
-                    known.callees.extend(callees);
-                }
-                None => output.unfollowed.push(UnfollowedCalls {
+            let known = output.unfollowed.iter().position(|u| u.cubin == cubin);
+            let known = known.unwrap_or_else(|| {
+                output.unfollowed.push(UnfollowedCalls {
                     cubin,
-                    functions,
-                    callees,
-                    reason: result.unfollowed_reason,
-                }),
+                    functions: 0,
+                    callees: BTreeSet::new(),
+                    reason: String::new(),
+                });
+                output.unfollowed.len() - 1
+            });
+            let known = &mut output.unfollowed[known];
+            known.functions += functions;
+            known.callees.extend(callees);
+            // Said for all the callees of the cubin's parts.
+            if let Some(linked) = cubins[unit.whole].get() {
+                known.reason = unfollowed_reason(linked.held, &linked.linkable, &known.callees);
             }
         }
         if let Some(error) = result.error {
@@ -893,11 +912,6 @@ fn lint_unit(
         functions: 0,
         archs: Vec::new(),
         unfollowed: (0, BTreeSet::new()),
-        unfollowed_reason: unfollowed_reason(
-            callees.is_some(),
-            cubin.callable_code.0,
-            cubin.callable_code.1,
-        ),
         unnamed_calls: fencelint_linter::UnnamedCalls::default(),
     };
     let Some(path) = &unit.path else {
@@ -968,8 +982,11 @@ fn lint_unit(
                 let shown = |k: usize, place: TextRange, diagnostic: &Diagnostic| {
                     callees.shows_alone(closure[k], place, diagnostic, settings, companion)
                 };
-                lint_linked(&parts, &label, settings, companion, output, Some(&shown));
+                let (_, external) =
+                    lint_linked(&parts, &label, settings, companion, output, Some(&shown));
                 output.functions += 1;
+                // Calls of functions that are not held, from the function or its callees.
+                output.calls_not_followed(external, Some(callees));
                 return;
             }
             let budget = callees.budget;
@@ -989,16 +1006,7 @@ fn lint_unit(
             };
         // Calls of functions that are not held (a held one is followed where it matters).
         if not_followed.is_none() {
-            let mut any = false;
-            for name in external {
-                if linking::worth_following(&name)
-                    && callees.is_none_or(|c| !c.by_name.contains_key(&name))
-                {
-                    any = true;
-                    output.unfollowed.1.insert(name);
-                }
-            }
-            output.unfollowed.0 += usize::from(any);
+            output.calls_not_followed(external, callees.map(|c| &**c));
         }
         diagnostics.extend(not_followed);
         output.functions += functions;
@@ -1051,7 +1059,15 @@ fn lint_unit(
     };
     if whole {
         let chunks: Vec<&SassChunk> = all.iter().collect();
-        output.functions += lint_linked(&chunks, &label, settings, companion, &mut output, None);
+        let (functions, external) =
+            lint_linked(&chunks, &label, settings, companion, &mut output, None);
+        output.functions += functions;
+        // Calls of functions that the cubin does not hold, by each function that makes one.
+        for chunk in &chunks {
+            let calls: BTreeSet<&str> = named_calls(&chunk.text).collect();
+            let names = external.iter().filter(|name| calls.contains(name.as_str()));
+            output.calls_not_followed(names.cloned().collect(), None);
+        }
     }
     if let Err(err) = result {
         let described = err.describe(tool);
@@ -1128,10 +1144,36 @@ struct Cubin {
     whole: bool,
     /// Dropped once the cubin's last part is linted.
     callees: Mutex<Option<Arc<Callees>>>,
-    /// The code size of the callable functions to hold (those that some function calls by
-    /// name; 0 when there are none, or they were not read), and whether some of them share a
-    /// name (see [`unfollowed_reason`]).
-    callable_code: (u64, bool),
+    /// Whether its callable functions were at hand: held (`callees`, before it was dropped),
+    /// or in the cubin linted whole.
+    held: bool,
+    /// The functions that other functions call by name (see [`unfollowed_reason`]).
+    linkable: Linkable,
+}
+
+/// A cubin's callable functions that some function calls by name (see [`linking`]).
+#[derive(Clone, Debug, Default)]
+struct Linkable {
+    /// The code size of those to hold (0 when there are none, or they were not read).
+    code: u64,
+    /// The names that several of them share: the compiler's helpers, one copy per section
+    /// (NCCL's `sm_80` cubin has 63 `__cuda_sm20_div_s64`). nvdisasm prints all copies but one
+    /// with a number of its own (`__cuda_sm20_div_s64__5`), in the calls too, which the cubin
+    /// does not hold: a call cannot be matched to its copy, and none of them is held.
+    shared: BTreeSet<String>,
+}
+
+impl Linkable {
+    /// Whether `callee`, as nvdisasm prints it, is a copy of a function whose name others
+    /// share: the name itself, or the name and nvdisasm's number (`__cuda_sm20_div_s64__5`).
+    fn is_shared(&self, callee: &str) -> bool {
+        self.shared.contains(callee)
+            || callee.rsplit_once("__").is_some_and(|(name, number)| {
+                !number.is_empty()
+                    && number.bytes().all(|b| b.is_ascii_digit())
+                    && self.shared.contains(name)
+            })
+    }
 }
 
 /// Lints one function cut out of a listing by itself (its calls of other functions fall
@@ -1199,26 +1241,31 @@ fn held_max_code() -> u64 {
     })
 }
 
-/// Why a call by name of a cubin's function was not followed, when the functions to hold
-/// (`callable_code` bytes of code: those that other functions call by name; `shared_names`
-/// when some of them share a name) were `held` or not.
-fn unfollowed_reason(held: bool, callable_code: u64, shared_names: bool) -> String {
-    if held || callable_code == 0 {
+/// Why the calls by name of a cubin's functions of `callees` (as nvdisasm prints them) were
+/// not followed, when the functions to hold were `held` or not.
+fn unfollowed_reason(held: bool, linkable: &Linkable, callees: &BTreeSet<String>) -> String {
+    let shared = callees.iter().filter(|callee| linkable.is_shared(callee)).count();
+    let shared_reason = "several functions share their name (the compiler's helpers, one copy \
+                         per section), which nvdisasm prints with numbers the cubin does not \
+                         hold, so a call cannot be matched to its copy";
+    let other_reason = if held || linkable.code == 0 {
         "the functions they name are not in this cubin".to_owned()
-    } else if shared_names {
-        "several of the functions they name share a name (the compiler's helpers, one copy per \
-         section), which nvdisasm prints with numbers the cubin does not hold, so they cannot be \
-         told apart"
-            .to_owned()
-    } else if callable_code > held_max_code() {
+    } else if linkable.code > held_max_code() {
         format!(
             "the cubin's functions called by name, {} of code, are more than the {} held to \
              follow calls",
-            size_text(callable_code),
+            size_text(linkable.code),
             size_text(held_max_code())
         )
     } else {
         "the cubin's functions that are not kernels could not be disassembled apart".to_owned()
+    };
+    if shared == 0 {
+        other_reason
+    } else if shared == callees.len() {
+        shared_reason.to_owned()
+    } else {
+        format!("for {shared} of them, {shared_reason}; for the others, {other_reason}")
     }
 }
 
@@ -1244,31 +1291,44 @@ fn linking(
     ptx_lines: bool,
     timeout: Duration,
     workers: usize,
-) -> (bool, Option<Arc<Callees>>, (u64, bool)) {
-    let Some(nvdisasm) = nvdisasm.filter(|_| !unit.ptx) else { return (false, None, (0, false)) };
-    let Some(mut elf) = unit.path.as_deref().and_then(Elf::open) else {
-        return (false, None, (0, false));
-    };
+) -> (bool, Option<Arc<Callees>>, Linkable) {
+    let none = || (false, None, Linkable::default());
+    let Some(nvdisasm) = nvdisasm.filter(|_| !unit.ptx) else { return none() };
+    let Some(mut elf) = unit.path.as_deref().and_then(Elf::open) else { return none() };
     let Some(functions) = elf.functions().filter(|f| f.iter().any(|f| f.callable)) else {
-        return (false, None, (0, false));
+        return none();
     };
     if unit.functions.is_none() && code_size(&functions) <= linked_max_code() {
-        let callable_code = code_size(functions.iter().filter(|f| f.callable));
-        return (true, None, (callable_code, false));
+        // Linted whole: nvdisasm numbers the copies that share a name alike in their headers
+        // and in the calls, so every call is matched.
+        let code = code_size(functions.iter().filter(|f| f.callable));
+        return (true, None, Linkable { code, shared: BTreeSet::new() });
     }
     // The functions each function's relocations name (its calls by name), read before anything
     // is disassembled. The callable functions that some function names are the ones to hold:
     // NCCL's sm_80 cubin has 42.7 MiB of functions that are not kernels, nearly all of them
     // `ncclDevFunc_*` functions called through a table, and 37 small helpers called by name.
-    // Where the relocations cannot be read, every callable function is held, as before.
+    // Where the relocations cannot be read, every callable function is held, as before. A
+    // function whose name another one of the cubin shares is not held ([`Linkable::shared`]):
+    // NCCL's sm_80 cubin has 131 such copies of three arithmetic helpers, and six helpers
+    // called by name that no other function shares a name with (`__cuda_sm70_warpsync`,
+    // `__cuda_sm70_barrier_red_or_count`, ...), which are.
     let references = elf.references(&functions);
     let named: Option<HashSet<usize>> =
         references.as_ref().map(|all| all.iter().flatten().copied().collect());
-    let to_hold =
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for function in &functions {
+        *count.entry(function.name.as_str()).or_default() += 1;
+    }
+    let is_named =
         |f: &CodeFunction| f.callable && named.as_ref().is_none_or(|n| n.contains(&f.index));
-    let held_code = code_size(functions.iter().filter(|f| to_hold(f)));
-    let mut seen_names = HashSet::new();
-    let shared_names = !functions.iter().filter(|f| to_hold(f)).all(|f| seen_names.insert(&f.name));
+    let shared: BTreeSet<String> = functions
+        .iter()
+        .filter(|f| is_named(f) && count[f.name.as_str()] > 1)
+        .map(|f| f.name.clone())
+        .collect();
+    let to_hold = |f: &CodeFunction| is_named(f) && !shared.contains(&f.name);
+    let code = code_size(functions.iter().filter(|f| to_hold(f)));
     let references = references.unwrap_or_else(|| vec![Vec::new(); functions.len()]);
     let functions: Vec<Planned> = functions
         .into_iter()
@@ -1276,7 +1336,7 @@ fn linking(
         .map(|(function, references)| Planned { hold: to_hold(&function), function, references })
         .collect();
     let held = Callees::disassemble(unit, functions, nvdisasm, ptx_lines, timeout, workers);
-    (false, held, (held_code, shared_names))
+    (false, held, Linkable { code, shared })
 }
 
 /// One of a cubin's functions, as [`Callees::disassemble`] takes it.
@@ -1338,10 +1398,7 @@ impl Callees {
         let (callable, others): (Vec<Planned>, Vec<Planned>) =
             functions.into_iter().partition(|f| f.hold);
         let callable: Vec<CodeFunction> = callable.into_iter().map(|f| f.function).collect();
-        // Each held function's symbol, by name. A name that several of them share (NCCL's
-        // sm_80 cubin has a `__cuda_sm20_div_s64` in each of many sections) is printed by
-        // nvdisasm with a number of its own (`__cuda_sm20_div_s64__5`), in its calls too, which
-        // the cubin does not hold: such functions cannot be told apart, and none is held.
+        // Each held function's symbol, by name (no two share one: see [`Linkable::shared`]).
         let symbol: HashMap<&str, usize> =
             callable.iter().map(|f| (f.name.as_str(), f.index)).collect();
         if symbol.len() != callable.len() {
@@ -1535,8 +1592,8 @@ fn lint_linked(
     companion: Option<&Arc<Companion>>,
     output: &mut UnitOutput,
     caller: Option<&ShownAlone<'_>>,
-) -> usize {
-    let Some(first) = chunks.first() else { return 0 };
+) -> (usize, Vec<String>) {
+    let Some(first) = chunks.first() else { return (0, Vec::new()) };
     let texts: Vec<&str> = chunks.iter().map(|chunk| chunk.text.as_str()).collect();
     let names: Vec<&str> = chunks.iter().map(|chunk| chunk.function.as_str()).collect();
     let kind = InputKind::Sass(first.format);
@@ -1599,7 +1656,7 @@ fn lint_linked(
             companion.filter(|_| uses_ptx).cloned(),
         ));
     }
-    together.functions
+    (together.functions, together.external_calls)
 }
 
 /// Whether a disassembler's failure says that it does not handle the cubin's architecture
@@ -1781,7 +1838,7 @@ mod tests {
             assert_eq!(parts.len(), 4);
             // As the first part to ask finds them (the whole cubin, small, would be linted
             // whole instead: tests/binary.rs).
-            let (whole, callees, callable_code) =
+            let (whole, callees, linkable) =
                 linking(&parts[0], Some(&nvdisasm), false, options.timeout, 2);
             assert!(!whole);
             assert_eq!(callees.is_some(), callable, "{name}");
@@ -1803,8 +1860,9 @@ mod tests {
                 held.sort_unstable();
                 assert_eq!(held, called, "{name}");
             }
+            let held = whole || callees.is_some();
             let cubin =
-                Cubin { companion: None, whole, callees: Mutex::new(callees), callable_code };
+                Cubin { companion: None, whole, callees: Mutex::new(callees), held, linkable };
             let progress = Progress::new(ProgressBar::hidden());
             let lint = |unit: &Unit, progress: &Progress| {
                 let output = lint_unit(unit, name, &tools, &options, &settings, &cubin, progress);

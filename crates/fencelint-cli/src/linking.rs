@@ -75,6 +75,8 @@ pub(crate) struct Together {
     pub(crate) groups: BTreeMap<usize, Vec<Diagnostic>>,
     /// What linting the whole counted.
     pub(crate) functions: usize,
+    /// The functions that the whole calls by name and does not hold (sorted, once each).
+    pub(crate) external_calls: Vec<String>,
 }
 
 impl Together {
@@ -131,7 +133,12 @@ pub(crate) fn lint_together(
         }
     }
     let lint = lint(&whole);
-    let mut together = Together { starts, groups: BTreeMap::new(), functions: lint.functions };
+    let mut together = Together {
+        starts,
+        groups: BTreeMap::new(),
+        functions: lint.functions,
+        external_calls: lint.external_calls,
+    };
     let mut by_name: HashMap<&str, usize> = HashMap::new();
     for (index, name) in names.iter().enumerate() {
         by_name.entry(name).or_insert(index);

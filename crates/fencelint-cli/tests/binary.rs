@@ -247,6 +247,67 @@ fn calls_that_are_not_followed_are_said_once_per_cubin() {
     assert!(polls(&too_large) < polls(&held), "{too_large}\n{held}");
 }
 
+/// A cubin linked from three translation units (`fixtures/kernels/linked/`) has two copies of
+/// each of the compiler's division helpers, which nvdisasm prints numbered. Linted in parts, the
+/// wait that both kernels call is held and followed (no function was held before when two of
+/// them shared a name, and the polls went unreported), and the note names the helpers' copies
+/// and why; linted whole, every call is matched and nothing is said. With nothing held, the
+/// note gives both reasons.
+#[test]
+fn calls_of_functions_that_share_a_name_are_said_and_the_others_followed() {
+    let cubin = "fixtures/compiled/multiarch/linked.sm_80.cubin";
+    if check_with_tools("calls_of_functions_that_share_a_name", &["--select", "all", cubin])
+        .is_none()
+    {
+        return;
+    }
+    let run = |env: &[(&str, &str)]| {
+        let args = ["check", "--format", "short", "--locations", "input", "--select", "all", cubin];
+        let out = common::command(&args).envs(env.iter().copied()).output().unwrap();
+        stdout(&out)
+    };
+    let notes = |text: &str| -> Vec<String> {
+        finding_lines(text, "calls-not-followed").into_iter().map(str::to_owned).collect()
+    };
+    let polls = |text: &str| finding_lines(text, "spin-poll-without-acquire").len();
+    let whole = run(&[]);
+    assert_eq!((polls(&whole), notes(&whole).len()), (2, 0), "{whole}");
+    let parts = run(&[("FENCELINT_LINKED_MAX", "0")]);
+    assert_eq!(polls(&parts), 2, "{parts}");
+    let note = &notes(&parts)[..];
+    assert_eq!(note.len(), 1, "{parts}");
+    assert!(note[0].contains("2 functions call 2 other functions by name"), "{}", note[0]);
+    assert!(note[0].contains(": several functions share their name"), "{}", note[0]);
+    let unheld = run(&[("FENCELINT_LINKED_MAX", "0"), ("FENCELINT_HELD_MAX", "0")]);
+    assert_eq!(polls(&unheld), 0, "{unheld}");
+    let note = &notes(&unheld)[..];
+    assert_eq!(note.len(), 1, "{unheld}");
+    assert!(note[0].contains("2 functions call 3 other functions by name"), "{}", note[0]);
+    assert!(note[0].contains("for 2 of them, several functions share their name"), "{}", note[0]);
+    assert!(
+        note[0].contains("for the others, the cubin's functions called by name"),
+        "{}",
+        note[0]
+    );
+}
+
+/// A small cubin is linted whole, its calls of its own functions followed; a call of a function
+/// it does not hold (a relocatable cubin of one translation unit, `consumer_a.cu`, calls the wait
+/// of another) gets the note, which said nothing before for a cubin linted whole.
+#[test]
+fn a_cubin_linted_whole_says_which_calls_leave_it() {
+    let cubin = "fixtures/compiled/multiarch/consumer_a.rdc.sm_80.cubin";
+    let args = ["--format", "short", "--locations", "input", "--select", "all", cubin];
+    let Some(out) = check_with_tools("a_cubin_linted_whole_says", &args) else { return };
+    let text = stdout(&out);
+    let notes = finding_lines(&text, "calls-not-followed");
+    assert_eq!(notes.len(), 1, "{text}");
+    // The kernel calls its two helpers, which the cubin holds, and the wait, which it does not.
+    assert!(notes[0].contains("1 function calls 1 other function by name"), "{}", notes[0]);
+    assert!(notes[0].contains("`wait_for_flag(unsigned int const*)`"), "{}", notes[0]);
+    assert!(notes[0].contains("the functions they name are not in this cubin"), "{}", notes[0]);
+}
+
 /// With cuobjdump and no nvdisasm, a cubin is disassembled by cuobjdump, which prints a call of
 /// another function as `CALL.ABS.NOINC 0x0`: the binary says so, as a cuobjdump listing does,
 /// and names the way out (it said nothing before).

@@ -4,7 +4,8 @@
 //!   expectations (`// expect: [rule] "substring"` on the line it claims, or alone on a line to
 //!   claim the next non-assertion line). Only the rule named by the directory runs, unless a
 //!   header `// fencelint: rules=a, b` names others.
-//! - `fixtures/compiled/<arch>/<stem>.*`: compiler output of `fixtures/kernels/<stem>.cu`, whose
+//! - `fixtures/compiled/<arch>/<stem>.*`: compiler output of `fixtures/kernels/<stem>.cu` (or of
+//!   the translation units `fixtures/kernels/<stem>/*.cu` linked together), whose
 //!   kernels carry `// expect: [rule] "substring"` lines (optionally `expect(ptx)` /
 //!   `expect(sass)` for the files of the build without `-rdc`, or `expect(rdc)` for the
 //!   `<stem>.rdc.*` files of a `-rdc` build) above their definitions, and so may `__device__`
@@ -380,9 +381,23 @@ fn same_function(found: Option<&str>, name: Option<&str>) -> bool {
 fn compiled(path: &Utf8Path, text: String) -> TestResult {
     let file_name = path.file_name().ok_or("no file name")?;
     let stem = file_name.split('.').next().ok_or("no stem")?;
-    let cu = repo_root().join("fixtures/kernels").join(format!("{stem}.cu"));
-    if !cu.exists() {
-        return Err(format!("{path}: no source {}", cu.display()).into());
+    // One source, or a folder of translation units linked together (`fixtures/kernels/linked/`).
+    let kernels = repo_root().join("fixtures/kernels");
+    let sources: Vec<PathBuf> = if kernels.join(format!("{stem}.cu")).exists() {
+        vec![kernels.join(format!("{stem}.cu"))]
+    } else {
+        let folder = kernels.join(stem);
+        let mut found: Vec<PathBuf> = std::fs::read_dir(&folder)
+            .map(|entries| entries.filter_map(|e| Some(e.ok()?.path())).collect())
+            .unwrap_or_default();
+        found.retain(|source| source.extension().is_some_and(|ext| ext == "cu"));
+        found.sort();
+        found
+    };
+    if sources.is_empty() {
+        return Err(
+            format!("{path}: no source {stem}.cu or {stem}/*.cu in {}", kernels.display()).into()
+        );
     }
     let Some(kind) = detect(&text) else {
         return Err(format!("{path}: not recognised as PTX or SASS").into());
@@ -391,7 +406,11 @@ fn compiled(path: &Utf8Path, text: String) -> TestResult {
     // `<stem>.rdc.*` is built with -rdc=true (scripts/build-fixtures.sh): `expect(rdc):` holds
     // there only, `expect(ptx):` and `expect(sass):` in the other files only.
     let rdc = file_name.contains(".rdc.");
-    let (expectations, pending): (Vec<Expectation>, Vec<Expectation>) = kernel_expectations(&cu)?
+    let mut all = Vec::new();
+    for cu in &sources {
+        all.extend(kernel_expectations(cu)?);
+    }
+    let (expectations, pending): (Vec<Expectation>, Vec<Expectation>) = all
         .into_iter()
         .filter(|e| match e.dialect.as_deref() {
             None => true,

@@ -49,7 +49,11 @@ fn check(path: &Path, format: SassFormat, modules: &[Module]) -> Vec<String> {
             // for one unless another calls it, and a copy that nothing calls stays one (the
             // fixture tests check that findings in called code are the caller's there too).
             // cuobjdump marks none either, nor names a callee: every function is taken for one.
-            let device = name.contains(".rdc.") && func.name.starts_with("_Z");
+            // The translation units linked into `linked.*` have device functions too, and the
+            // compiler's helpers (`__cuda_sm20_div_s64`) are never kernels.
+            let separate = name.contains(".rdc.") || name.starts_with("linked.");
+            let device =
+                (separate && func.name.starts_with("_Z")) || func.name.starts_with("__cuda_");
             let unmarked = matches!(format, SassFormat::NvdisasmJson | SassFormat::CuobjdumpText);
             if func.is_kernel == device && !(device && unmarked) {
                 let what = if func.is_kernel { "marked a kernel" } else { "not marked a kernel" };

@@ -14,7 +14,7 @@ use crate::ast::{Arch, SassModule};
 use crate::json::{metadata_arch_of, parse_function_object_in, split_json};
 use crate::scan::{find_byte, find_either};
 use crate::text::{
-    Context, code_section_function, parse_listing_in, separator_section, skip_blanks,
+    Context, code_section_function, function_type, parse_listing_in, separator_section, skip_blanks,
 };
 use crate::{Parsed, SassFormat};
 
@@ -453,6 +453,11 @@ impl<R: BufRead> FunctionSplitter<R> {
                 match action {
                     Action::Code => self.has_code = true,
                     Action::Keep => {}
+                    Action::Type(name) => {
+                        if !self.has_code {
+                            self.function = Some(name.to_owned());
+                        }
+                    }
                     Action::KeepAndClose => {
                         let chunk = self.finish_chunk();
                         self.mode = Mode::Outside;
@@ -714,6 +719,8 @@ enum Action<'l> {
     Start(&'l str, SassFormat),
     /// `.section .text.name`: a function header unless it repeats the separator just before.
     Section(&'l str),
+    /// `.type name,@function`: the function's own name ([`function_type`]).
+    Type(&'l str),
     /// A data section or the symbol trailer begins.
     EnterData,
     /// A fat-binary entry header.
@@ -783,6 +790,11 @@ fn classify<'l>(line: &'l str, function: Option<&str>) -> Action<'l> {
             && let Some(arch) = Arch::parse(argument)
         {
             return if function.is_some() { Action::Keep } else { Action::Arch(arch) };
+        }
+        if directive == ".type"
+            && let Some(name) = function_type(argument)
+        {
+            return Action::Type(name);
         }
         return Action::Keep;
     }
@@ -1248,6 +1260,12 @@ impl<'a> Merger<'a> {
                     Action::Keep => None,
                     _ => Some(item.start),
                 },
+                Action::Type(name) => {
+                    if !*has_code {
+                        *function = name;
+                    }
+                    None
+                }
                 // Inside a function these are plain lines.
                 Action::Arch(_) | Action::Header(..) | Action::Keep => None,
                 Action::KeepAndClose => Some(item.end),

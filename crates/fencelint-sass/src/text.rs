@@ -235,6 +235,17 @@ pub(crate) fn code_section_function(section: &str) -> Option<&str> {
     section.strip_prefix(".text.").filter(|name| !name.is_empty())
 }
 
+/// The name that `.type name,@function` gives a function: nvdisasm names a function's section
+/// and its symbol apart when several functions of a cubin share a name (the compiler's helpers,
+/// one copy per section): `.section .text.__cuda_sm20_div_s64__1` holds
+/// `.type __cuda_sm20_div_s64__5,@function`, and calls name `__cuda_sm20_div_s64__5`. For any
+/// other function the two names are the same.
+pub(crate) fn function_type(argument: &str) -> Option<&str> {
+    let (name, kind) = argument.split_once(',')?;
+    let name = name.trim();
+    (kind.trim() == "@function" && !name.is_empty()).then_some(name)
+}
+
 /// The section named by an nvdisasm separator `//----- .text.name -----`, if the line is one.
 pub(crate) fn separator_section(comment: &str) -> Option<&str> {
     let rest = comment.strip_prefix("//---")?;
@@ -625,6 +636,16 @@ impl<'a, S: ListingSink<'a>> Parser<'a, '_, S> {
             ".target" => {
                 if let Some(arch) = Arch::parse(argument) {
                     self.context.arch = Some(arch);
+                }
+                self.touch(end);
+            }
+            ".type" => {
+                // The function's own name, where nvdisasm names its section apart.
+                if let Some(name) = function_type(argument)
+                    && self.mode == Mode::Code
+                    && let Some(function) = self.function.as_mut().filter(|f| f.count == 0)
+                {
+                    function.name = name;
                 }
                 self.touch(end);
             }

@@ -481,3 +481,50 @@ fn chunks_do_not_depend_on_buffer_boundaries_or_recycling() {
         }
     }
 }
+
+/// A cubin of three translation units linked together (`fixtures/kernels/linked/`) has two
+/// copies of each of the compiler's division helpers. nvdisasm names a copy's section and its
+/// symbol apart (`.section .text.__cuda_sm20_div_s64__1` holds
+/// `.type __cuda_sm20_div_s64__2,@function`), and the calls name the symbol: each function
+/// takes the name its `.type` gives, in the parse and in both splitters, so that every call by
+/// name finds its callee (named after the section, the copies' calls fell through).
+#[test]
+fn functions_take_the_name_of_their_symbol() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/compiled/multiarch/linked.sm_80.nvdisasm-c.sass");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let module = parse_clean("linked.sm_80.nvdisasm-c.sass", &text);
+    let names: Vec<&str> = module.functions.iter().map(|f| f.name).collect();
+    let typed: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix(".type"))
+        .filter_map(|rest| rest.trim().strip_suffix(",@function"))
+        .collect();
+    assert_eq!(names, typed);
+    // The second copy of each helper is named apart from its section.
+    let sections: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix(".section"))
+        .filter_map(|rest| rest.trim().split(',').next()?.strip_prefix(".text."))
+        .collect();
+    assert_eq!(sections.len(), names.len());
+    let apart: Vec<(&str, &str)> =
+        sections.into_iter().zip(names.iter().copied()).filter(|(s, n)| s != n).collect();
+    assert_eq!(apart.len(), 2, "{apart:?}");
+    assert!(apart.iter().any(|(_, n)| n.starts_with("__cuda_sm20_div_s64__")), "{apart:?}");
+    let streamed: Vec<String> = split_all(&text).into_iter().map(|c| c.function).collect();
+    assert_eq!(streamed, names);
+    let in_memory: Vec<&str> = split_functions(&text).iter().map(|c| c.function).collect();
+    assert_eq!(in_memory, names);
+    let mut calls = 0;
+    for function in &module.functions {
+        for inst in function.instructions.iter().filter(|inst| inst.opcode.starts_with("CALL")) {
+            let target = inst.operands.iter().find_map(fencelint_sass::Operand::label);
+            let target = target.expect("a named callee");
+            assert!(names.contains(&target), "{}: calls {target}", function.name);
+            calls += 1;
+        }
+    }
+    // Each kernel calls the wait and one copy of each helper.
+    assert_eq!(calls, 6);
+}
