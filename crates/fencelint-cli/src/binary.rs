@@ -990,7 +990,8 @@ fn lint_unit(
                 return;
             }
             let budget = callees.budget;
-            not_followed = Some(linking::calls_not_followed(&chunk.function, budget, PLACEHOLDER));
+            let why = linking::NotFollowed::Budget(budget);
+            not_followed = Some(linking::calls_not_followed(&chunk.function, why, PLACEHOLDER));
         }
         // A held function that calls no other held one (or whose calls the budget leaves out)
         // was linted alone already if a caller asked ([`Callees::shows_alone`]).
@@ -1254,8 +1255,8 @@ fn unfollowed_reason(held: bool, linkable: &Linkable, callees: &BTreeSet<String>
         format!(
             "the cubin's functions called by name, {} of code, are more than the {} held to \
              follow calls",
-            size_text(linkable.code),
-            size_text(held_max_code())
+            linking::size_text(linkable.code),
+            linking::size_text(held_max_code())
         )
     } else {
         "the cubin's functions that are not kernels could not be disassembled apart".to_owned()
@@ -1266,17 +1267,6 @@ fn unfollowed_reason(held: bool, linkable: &Linkable, callees: &BTreeSet<String>
         shared_reason.to_owned()
     } else {
         format!("for {shared} of them, {shared_reason}; for the others, {other_reason}")
-    }
-}
-
-/// `bytes` for a message: `42.3 MiB`, `12 KiB`.
-fn size_text(bytes: u64) -> String {
-    if bytes >= 1 << 20 {
-        // Tenths of a MiB, rounded.
-        let tenths = bytes.saturating_mul(10).saturating_add(1 << 19) >> 20;
-        format!("{}.{} MiB", tenths / 10, tenths % 10)
-    } else {
-        format!("{} KiB", bytes.div_ceil(1 << 10))
     }
 }
 
@@ -1914,11 +1904,11 @@ mod tests {
 
     #[test]
     fn sizes_read_in_kib_or_tenths_of_mib() {
-        assert_eq!(size_text(0), "0 KiB");
-        assert_eq!(size_text(3_000), "3 KiB");
-        assert_eq!(size_text(1 << 20), "1.0 MiB");
-        assert_eq!(size_text((42 << 20) + (3 << 20) / 10 + 1), "42.3 MiB");
-        assert_eq!(size_text(16 << 20), "16.0 MiB");
+        assert_eq!(linking::size_text(0), "0 KiB");
+        assert_eq!(linking::size_text(3_000), "3 KiB");
+        assert_eq!(linking::size_text(1 << 20), "1.0 MiB");
+        assert_eq!(linking::size_text((42 << 20) + (3 << 20) / 10 + 1), "42.3 MiB");
+        assert_eq!(linking::size_text(16 << 20), "16.0 MiB");
     }
 
     #[test]

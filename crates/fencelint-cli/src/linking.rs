@@ -170,16 +170,56 @@ pub(crate) fn budget(size: usize) -> usize {
         .unwrap_or_else(|| size.max(64 << 20))
 }
 
-/// The warning of a function whose calls were not followed because [`budget`] was spent; its
-/// label is at the start of the function's text, on `file`.
-pub(crate) fn calls_not_followed(function: &str, budget: usize, file: FileId) -> Diagnostic {
+/// `bytes` for a message: `42.3 MiB`, `12 KiB`.
+pub(crate) fn size_text(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        // Tenths of a MiB, rounded.
+        let tenths = bytes.saturating_mul(10).saturating_add(1 << 19) >> 20;
+        format!("{}.{} MiB", tenths / 10, tenths % 10)
+    } else {
+        format!("{} KiB", bytes.div_ceil(1 << 10))
+    }
+}
+
+/// Why a function's calls were not followed ([`calls_not_followed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NotFollowed {
+    /// Linting functions with those they call spent [`budget`] (bytes).
+    Budget(usize),
+    /// A listing read from a pipe keeps this much of its functions' text (bytes) to lint them
+    /// again, and the function's own text was not among it.
+    CallerNotKept(usize),
+    /// The same, for a function it calls.
+    CalleeNotKept(usize),
+}
+
+/// The warning of a function whose calls were not followed, and why; its label is at the start
+/// of the function's text, on `file`.
+pub(crate) fn calls_not_followed(function: &str, why: NotFollowed, file: FileId) -> Diagnostic {
+    let why = match why {
+        NotFollowed::Budget(budget) => format!(
+            "linting functions with those they call reached its budget ({} of text)",
+            size_text(budget as u64)
+        ),
+        NotFollowed::CallerNotKept(kept) => format!(
+            "a listing read from a pipe keeps {} of its functions' text to lint them again with \
+             those they call, and this function's text was not kept (give the listing's path, \
+             or lint the cubin itself)",
+            size_text(kept as u64)
+        ),
+        NotFollowed::CalleeNotKept(kept) => format!(
+            "a listing read from a pipe keeps {} of its functions' text to lint them again with \
+             those they call, and the text of a function it calls was not kept (give the \
+             listing's path, or lint the cubin itself)",
+            size_text(kept as u64)
+        ),
+    };
     Diagnostic::new(
         codes::ANALYSIS_INCOMPLETE,
         Severity::Warning,
         format!(
-            "the calls of `{function}` to other functions were not followed: linting functions \
-             with those they call reached its budget ({} MiB of text); findings may be missing",
-            budget >> 20
+            "the calls of `{function}` to other functions were not followed: {why}; findings may \
+             be missing"
         ),
         Label::new(file, TextRange::empty(0), "in this function"),
     )

@@ -17,7 +17,7 @@ use fencelint_linter::{InputKind, Settings, Split, UnnamedCalls};
 use fencelint_sass::{FunctionSplitter, SassChunk, SassFormat};
 use fencelint_source::{Excerpt, FileId, TextRange};
 
-use super::linking;
+use super::linking::{self, NotFollowed};
 use super::snippets::{self, Snippet};
 
 /// Text inputs at least this large are streamed when their first bytes read as SASS
@@ -618,7 +618,9 @@ fn follow_calls(
     let budget = linking::budget(budget_of_listing);
     // The callers that are not linted again with all they call (the budget ran out, or a
     // function they call, directly or not, was not kept), each with where it starts.
-    let mut incomplete: Vec<(usize, String, Excerpt)> = Vec::new();
+    let mut incomplete: Vec<(usize, String, Excerpt, NotFollowed)> = Vec::new();
+    // What a listing read from a pipe keeps of its text ([`Keep`]); a mapped one keeps all.
+    let kept_text = linking::budget(0);
     let mut callees: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     // Kept callers that name a function that was not kept: neither they nor those that call
     // them are linted again.
@@ -636,7 +638,8 @@ fn follow_calls(
             };
             let key = |name| (name, unkept.arch, unkept.binary.clone());
             if caller.names.into_iter().any(|name| names(&key(name))) {
-                incomplete.push((caller.index, unkept.function, unkept.base));
+                let why = NotFollowed::CallerNotKept(kept_text);
+                incomplete.push((caller.index, unkept.function, unkept.base, why));
             }
             continue;
         };
@@ -672,7 +675,8 @@ fn follow_calls(
         names_left_out.iter().copied().filter(|p| !callees.contains_key(p)).collect();
     alone_left_out.sort_unstable();
     for p in alone_left_out {
-        incomplete.push((kept[p].index, kept[p].function.to_owned(), kept[p].base()));
+        let why = NotFollowed::CalleeNotKept(kept_text);
+        incomplete.push((kept[p].index, kept[p].function.to_owned(), kept[p].base(), why));
     }
     // Each caller with what it calls, directly or not, in file order, as long as the listing's
     // budget lasts: the functions of a chain of calls would otherwise each be linted with all
@@ -686,15 +690,18 @@ fn follow_calls(
             linking::closure(caller, calls_of(caller).iter().copied(), calls_of, size, |_| true);
         let parts: Vec<usize> = std::iter::once(caller).chain(closure).collect();
         let cost: usize = parts.iter().map(|&k| size(k)).sum();
-        if cost <= left && !parts.iter().any(|k| names_left_out.contains(k)) {
+        let callee_not_kept = parts.iter().any(|k| names_left_out.contains(k));
+        if cost <= left && !callee_not_kept {
             left -= cost;
             planned.push(parts);
         } else {
-            incomplete.push((
-                kept[caller].index,
-                kept[caller].function.to_owned(),
-                kept[caller].base(),
-            ));
+            let why = if callee_not_kept {
+                NotFollowed::CalleeNotKept(kept_text)
+            } else {
+                NotFollowed::Budget(budget)
+            };
+            let caller = &kept[caller];
+            incomplete.push((caller.index, caller.function.to_owned(), caller.base(), why));
         }
     }
     let mut linked_again: Vec<usize> = planned.iter().map(|parts| kept[parts[0]].index).collect();
@@ -734,8 +741,8 @@ fn follow_calls(
     // The callers left out keep what linting them alone gave, and say so.
     let mut at_index: HashMap<usize, usize> =
         excerpts.iter().enumerate().map(|(at, (index, _))| (*index, at)).collect();
-    for (index, function, base) in incomplete {
-        let mut diagnostics = [linking::calls_not_followed(&function, budget, PLACEHOLDER)];
+    for (index, function, base, why) in incomplete {
+        let mut diagnostics = [linking::calls_not_followed(&function, why, PLACEHOLDER)];
         let at = *at_index.entry(index).or_insert_with(|| {
             excerpts.push((index, Excerpted { snippets: Vec::new(), diagnostics: Vec::new() }));
             excerpts.len() - 1

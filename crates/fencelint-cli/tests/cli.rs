@@ -644,11 +644,20 @@ fn a_long_listing_from_a_pipe_is_streamed_and_follows_calls() {
         // hazard is its own; the callers' findings through their callees are there.
         assert_eq!(expected, comparable(&file(&[])), "{arch}");
         assert_eq!(expected.len(), 6, "{arch}");
-        let piped = check_piped_as("-", &no_budget, &args, text);
+        // With no budget, the file's callers say the budget was spent and the pipe's that their
+        // text was not kept; else the same.
+        let piped = comparable(&check_piped_as("-", &no_budget, &args, text));
         let expected = comparable(&file(&no_budget));
-        assert_eq!(comparable(&piped), expected, "{arch}");
-        let incomplete = expected.iter().filter(|d| d.contains("analysis-incomplete")).count();
-        assert_eq!(incomplete, 8, "{arch}: {expected:?}");
+        let why = |found: &[String], reason: &str| {
+            found.iter().filter(|d| d.contains("analysis-incomplete") && d.contains(reason)).count()
+        };
+        assert_eq!(why(&expected, "reached its budget (0 KiB of text)"), 8, "{arch}: {expected:?}");
+        assert_eq!(why(&piped, "this function's text was not kept"), 8, "{arch}: {piped:?}");
+        let reason = |found: Vec<String>| -> Vec<String> {
+            let cut = |d: &String| d.split(" were not followed: ").next().unwrap().to_owned();
+            found.iter().map(cut).collect()
+        };
+        assert_eq!(reason(piped), reason(expected), "{arch}");
     }
     // A cuobjdump listing names no callee: streamed from a pipe as from the file.
     let listing = "fixtures/compiled/sm_90a/spin_poll.cuobjdump.sass";
@@ -663,7 +672,9 @@ fn a_long_listing_from_a_pipe_is_streamed_and_follows_calls() {
 /// A listing piped in keeps the functions that calls may need up to a budget, in file order.
 /// Whatever the budget, each kernel either has its finding through the functions it calls or
 /// says that its calls were not followed, also when what is missing is a callee's callee; and
-/// the same input gives the same output. (Hand-written nvdisasm text: twelve kernels `k{i}`,
+/// the same input gives the same output. The warning says why: the budget of text linted again
+/// was spent, or the text of the kernel or of a function it calls was not kept (it said the
+/// budget was spent for all three). (Hand-written nvdisasm text: twelve kernels `k{i}`,
 /// each calling `c{i}`, which calls `d{i}`, which waits on a flag with a relaxed load; the
 /// kernel then reads data; every kernel also calls an arithmetic helper `h` first. The functions
 /// are in the order `h`, then `c`, `k`, `d` for each kernel; `c` is the longest.)
@@ -714,21 +725,21 @@ fn a_piped_listing_past_its_budget_says_which_calls_were_not_followed() {
         function(&mut text, &format!("d{i}"), false, &wait);
     }
     // Each kernel's outcome: "error" (its finding) or "warning" (calls not followed).
-    let outcomes = |budget: usize| -> (Vec<(String, String)>, Vec<u8>) {
+    let outcomes = |budget: usize| -> (Vec<(String, String, String)>, Vec<u8>) {
         let env = [("FENCELINT_STREAM_MIN", "1"), ("FENCELINT_LINKED_BUDGET", &budget.to_string())];
         let out = check_piped_as("-", &env, &[], text.clone().into_bytes());
         assert_ne!(out.status.code(), Some(2), "{}", stderr(&out));
         let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let mut found: Vec<(String, String)> = doc["diagnostics"]
+        let mut found: Vec<(String, String, String)> = doc["diagnostics"]
             .as_array()
             .unwrap()
             .iter()
             .map(|d| {
                 let text = |key: &str| d[key].as_str().unwrap_or_default().to_owned();
-                (text("kernel"), text("severity"))
+                (text("kernel"), text("severity"), text("message"))
             })
             // The functions `c{i}` call too, and say so when they are left out.
-            .filter(|(function, _)| function.starts_with('k'))
+            .filter(|(function, ..)| function.starts_with('k'))
             .collect();
         found.sort();
         (found, out.stdout)
@@ -739,21 +750,31 @@ fn a_piped_listing_past_its_budget_says_which_calls_were_not_followed() {
         names
     };
     let mut partial = 0;
+    // How often each reason is given: the budget, the kernel's text, a callee's text.
+    let reasons =
+        ["reached its budget", "this function's text was not kept", "it calls was not kept"];
+    let mut given = [0; 3];
     for budget in (0..=text.len()).step_by(97) {
         let (found, stdout) = outcomes(budget);
-        let names: Vec<String> = found.iter().map(|(kernel, _)| kernel.clone()).collect();
+        let names: Vec<String> = found.iter().map(|(kernel, ..)| kernel.clone()).collect();
         assert_eq!(names, every_kernel, "budget {budget}: {found:?}");
-        let errors = found.iter().filter(|(_, severity)| severity == "error").count();
+        let errors = found.iter().filter(|(_, severity, _)| severity == "error").count();
         if errors > 0 && errors < kernels {
             partial += 1;
+        }
+        for (_, _, message) in found.iter().filter(|(_, severity, _)| severity == "warning") {
+            let reason = reasons.iter().position(|reason| message.contains(reason));
+            let reason = reason.unwrap_or_else(|| panic!("budget {budget}: {message}"));
+            given[reason] += 1;
         }
         assert_eq!(outcomes(budget).1, stdout, "budget {budget}: the same input, the same output");
     }
     assert!(partial > 10, "budgets that keep some of the functions: {partial}");
+    assert!(given.iter().all(|&n| n > 0), "{given:?}");
     // With room for the whole listing and for linting each caller with its callees, every
     // kernel has its finding.
     let (found, _) = outcomes(10 * text.len());
-    assert!(found.iter().all(|(_, severity)| severity == "error"), "{found:?}");
+    assert!(found.iter().all(|(_, severity, _)| severity == "error"), "{found:?}");
 }
 
 /// A listing for an architecture newer than any whose SASS has been checked is linted, with a
