@@ -1065,7 +1065,7 @@ fn lint_unit(
         output.functions += functions;
         // Calls of functions that the cubin does not hold, by each function that makes one.
         for chunk in &chunks {
-            let calls: BTreeSet<&str> = named_calls(&chunk.text).collect();
+            let calls: BTreeSet<&str> = linking::named_calls(&chunk.text).collect();
             let names = external.iter().filter(|name| calls.contains(name.as_str()));
             output.calls_not_followed(names.cloned().collect(), None);
         }
@@ -1526,7 +1526,7 @@ impl Callees {
 
     /// The held functions that a SASS text calls by name.
     fn called_by<'t>(&'t self, text: &'t str) -> impl Iterator<Item = usize> + 't {
-        named_calls(text).filter_map(|name| self.by_name.get(name).copied())
+        linking::named_calls(text).filter_map(|name| self.by_name.get(name).copied())
     }
 
     /// The held functions `direct` and those they call, nearest first
@@ -1549,18 +1549,6 @@ impl Callees {
         let size = |k: usize| self.chunks[k].text.len();
         linking::closure(caller, direct, |k| self.calls[k].as_slice(), size, follows)
     }
-}
-
-/// The names of the functions that a SASS text calls by name (the `` `(name) `` target of a
-/// `CALL`; labels of the function's own code are among them).
-fn named_calls(text: &str) -> impl Iterator<Item = &str> {
-    memchr::memmem::find_iter(text.as_bytes(), b"CALL.").filter_map(move |at| {
-        let line = &text[at..];
-        let line = &line[..memchr::memchr(b'\n', line.as_bytes()).unwrap_or(line.len())];
-        let start = line.find("`(")? + 2;
-        let len = line[start..].find(')')?;
-        Some(&line[start..start + len])
-    })
 }
 
 /// Whether held callee `k` of a caller shows a finding at a place of its text by itself
@@ -1842,7 +1830,7 @@ mod tests {
                 let listing =
                     std::fs::read_to_string(path.with_file_name("noinline_poll.rdc.nvdisasm.sass"))
                         .unwrap();
-                let mut called: Vec<&str> = named_calls(&listing).collect();
+                let mut called: Vec<&str> = linking::named_calls(&listing).collect();
                 called.sort_unstable();
                 called.dedup();
                 let mut held: Vec<&str> =

@@ -68,6 +68,18 @@ pub(crate) fn worth_following(name: &str) -> bool {
         && !name.starts_with(ARITHMETIC_HELPERS)
 }
 
+/// The names of the functions that a SASS text calls by name (the `` `(name) `` target of a
+/// `CALL`; labels of the function's own code are among them).
+pub(crate) fn named_calls(text: &str) -> impl Iterator<Item = &str> {
+    memchr::memmem::find_iter(text.as_bytes(), b"CALL.").filter_map(move |at| {
+        let line = &text[at..];
+        let line = &line[..memchr::memchr(b'\n', line.as_bytes()).unwrap_or(line.len())];
+        let start = line.find("`(")? + 2;
+        let len = line[start..].find(')')?;
+        Some(&line[start..start + len])
+    })
+}
+
 /// Functions linted together: where each one's text starts in the whole, and the findings kept,
 /// grouped by the function each belongs to (its index among the parts).
 pub(crate) struct Together {

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, sync_channel};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 
 use fencelint_diagnostics::{Diagnostic, Label, Severity, codes};
 use fencelint_linter::{InputKind, Settings, Split, UnnamedCalls};
@@ -108,6 +108,11 @@ struct Found {
 }
 
 impl Found {
+    /// Records that function `index` touches no memory other threads see and orders none.
+    fn private(&self, index: usize) {
+        self.private.lock().unwrap_or_else(PoisonError::into_inner).push(index);
+    }
+
     /// Records the linting of function `index`: its result, or the `internal-error` for
     /// `function` at `at` when it panicked.
     fn add(
@@ -158,12 +163,14 @@ pub(crate) fn lint_listing<R: BufRead>(
     settings: &Settings,
     workers: usize,
 ) -> StreamOutput {
-    let (sender, receiver) = sync_channel::<(usize, SassChunk, Reserved)>(workers * 4);
+    let (sender, receiver) =
+        sync_channel::<(usize, SassChunk, Reserved, Option<Early>)>(workers * 4);
     let receiver = Mutex::new(receiver);
     // Texts go back to the splitter once linted, to be read into again.
     let (recycle, recycled) = channel::<String>();
     let found = Found::default();
-    let keep = Keep::new(linking::budget(0));
+    let keep = Keep::new(kept_from_pipe());
+    let mut seen = Seen::default();
     let mut error = None;
     let mut offset = 0;
     let mut archs = Vec::new();
@@ -175,7 +182,7 @@ pub(crate) fn lint_listing<R: BufRead>(
                 loop {
                     let next =
                         receiver.lock().unwrap_or_else(std::sync::PoisonError::into_inner).recv();
-                    let Ok((index, chunk, reserved)) = next else { break };
+                    let Ok((index, chunk, reserved, early)) = next else { break };
                     // A panic outside the rules (which the linter already guards) must neither
                     // stop this worker, which would leave the reader blocked on a full channel,
                     // nor pass silently.
@@ -185,24 +192,42 @@ pub(crate) fn lint_listing<R: BufRead>(
                         offset: chunk.offset,
                     };
                     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        lint_chunk(&chunk, settings)
+                        let mut alone = lint_chunk(&chunk, settings);
+                        // A caller whose callees were read before it: linted with them now.
+                        let link = early.as_ref().map(|e| keep.link_early(&chunk, e, settings));
+                        let early_done = match link {
+                            Some(EarlyLink::Linked(excerpt)) => {
+                                alone.excerpt = excerpt;
+                                true
+                            }
+                            Some(EarlyLink::Alone) => true,
+                            Some(EarlyLink::Failed) | None => false,
+                        };
+                        (alone, early_done)
                     }));
                     let function = chunk.function.clone();
-                    let result = result.map(|linted| {
-                        if !linted.shares {
-                            found
-                                .private
-                                .lock()
-                                .unwrap_or_else(PoisonError::into_inner)
-                                .push(index);
+                    let result = match result {
+                        Ok((linted, early_done)) => {
+                            if !linted.shares {
+                                found.private(index);
+                            }
+                            let offered = (index, chunk, reserved);
+                            let (calls, shares) = (linted.calls, linted.shares);
+                            let calls = (calls, early_done);
+                            let text = keep.offer(offered, at, calls, shares, found);
+                            if let Some(text) = text {
+                                let _ = recycle.send(text);
+                            }
+                            Ok((linted.functions, linted.excerpt, linted.unnamed_calls))
                         }
-                        let offered = (index, chunk, reserved);
-                        let (calls, shares) = (linted.calls, linted.shares);
-                        if let Some(text) = keep.offer(offered, at, calls, shares, found) {
-                            let _ = recycle.send(text);
+                        Err(panic) => {
+                            // Callers linked as they are read wait for no function that failed.
+                            if reserved == Reserved::Kept {
+                                keep.settle(index, None);
+                            }
+                            Err(panic)
                         }
-                        (linted.functions, linted.excerpt, linted.unnamed_calls)
-                    });
+                    };
                     found.add(index, result, &function, at);
                 }
             });
@@ -220,8 +245,10 @@ pub(crate) fn lint_listing<R: BufRead>(
                     note_arch(&mut archs, chunk.arch);
                     offset =
                         chunk.offset + (chunk.text.len() as u64 - u64::from(chunk.target_line));
-                    let reserved = keep.reserve(&chunk);
-                    if sender.send((index, chunk, reserved)).is_err() {
+                    let early = seen.early(&chunk);
+                    let reserved = keep.reserve(&chunk, early.is_some());
+                    seen.read(index, &chunk, reserved);
+                    if sender.send((index, chunk, reserved, early)).is_err() {
                         break;
                     }
                 }
@@ -237,24 +264,11 @@ pub(crate) fn lint_listing<R: BufRead>(
     let mut kept = kept.into_inner().unwrap_or_else(PoisonError::into_inner);
     kept.sort_unstable_by_key(|(index, _)| *index);
     let left_out = left_out.into_inner().unwrap_or_else(PoisonError::into_inner);
-    let views: Vec<Kept<'_>> = kept
-        .iter()
-        .map(|(index, chunk)| Kept {
-            index: *index,
-            source: &chunk.text,
-            range: chunk.target_line as usize..chunk.text.len(),
-            function: &chunk.function,
-            arch: chunk.arch,
-            binary: chunk.binary.as_deref(),
-            format: chunk.format,
-            line: chunk.line,
-            column: chunk.column,
-            offset: chunk.offset,
-        })
-        .collect();
+    let views: Vec<Kept<'_>> = kept.iter().map(|(index, chunk)| kept_view(*index, chunk)).collect();
     let listing_len = usize::try_from(offset).unwrap_or(usize::MAX);
     let is_left_out = |key: &Key| left_out.contains(key);
-    follow_calls(&views, listing_len, &|_| (), &is_left_out, &found, settings, workers);
+    let budget = (listing_len, seen.spent);
+    follow_calls(&views, budget, &|_| (), &is_left_out, &found, settings, workers);
     found.into_output(error, archs)
 }
 
@@ -265,12 +279,18 @@ pub(crate) fn lint_listing<R: BufRead>(
 /// callee). What is kept is decided on the reading thread, in file order, so that the same
 /// input keeps the same functions however the workers run.
 struct Keep {
-    kept: Mutex<Vec<(usize, SassChunk)>>,
+    kept: Mutex<Vec<(usize, Arc<SassChunk>)>>,
     /// The keys of the functions that a call could name, that matter to their callers (they
     /// touch memory other threads see, or call others), and that were not kept.
     left_out: Mutex<std::collections::HashSet<Key>>,
     /// Bytes of text that may still be kept (written by the reading thread only).
     room: AtomicUsize,
+    /// Each kept function once linted, by index, for the callers linked as they are read
+    /// ([`Keep::link_early`]); `None` for one whose linting panicked.
+    ready: Mutex<HashMap<usize, Option<Arc<SassChunk>>>>,
+    readied: Condvar,
+    /// What linting each kept function alone gives, for the callers linked as they are read.
+    alone: Mutex<HashMap<usize, Arc<OnceLock<fencelint_linter::LintOutput>>>>,
 }
 
 /// What [`Keep::reserve`] decided for a function.
@@ -290,11 +310,20 @@ enum Reserved {
 
 impl Keep {
     fn new(budget: usize) -> Self {
-        Self { kept: Mutex::default(), left_out: Mutex::default(), room: AtomicUsize::new(budget) }
+        Self {
+            kept: Mutex::default(),
+            left_out: Mutex::default(),
+            room: AtomicUsize::new(budget),
+            ready: Mutex::default(),
+            readied: Condvar::new(),
+            alone: Mutex::default(),
+        }
     }
 
-    /// On the reading thread, in file order: whether to keep `chunk` once it is linted.
-    fn reserve(&self, chunk: &SassChunk) -> Reserved {
+    /// On the reading thread, in file order: whether to keep `chunk` once it is linted. A
+    /// kernel that is linted with its callees as it is read (`early`) is not kept: nothing
+    /// calls it, and it is not linted again.
+    fn reserve(&self, chunk: &SassChunk, early: bool) -> Reserved {
         let own = &chunk.text[chunk.target_line as usize..];
         let callable = match chunk.format {
             SassFormat::NvdisasmText => !is_kernel_text(own),
@@ -305,7 +334,7 @@ impl Keep {
         // The header test first: the search for calls reads the whole text.
         let wanted = chunk.invalid_utf8.is_none()
             && chunk.format != SassFormat::CuobjdumpText
-            && (callable || calls_a_function(own));
+            && (callable || (!early && calls_a_function(own)));
         if !wanted {
             return Reserved::NotWanted;
         }
@@ -319,14 +348,15 @@ impl Keep {
         }
     }
 
-    /// Keeps the function `index` if it was reserved; records its calls in `found`. Gives back
-    /// the text when it was not kept.
+    /// Keeps the function `index` if it was reserved; records its calls in `found`, and
+    /// whether it was linked with its callees already. Gives back the text when it was not
+    /// kept.
     /// `at` is where the function starts in the listing.
     fn offer(
         &self,
         (index, chunk, reserved): (usize, SassChunk, Reserved),
         at: Excerpt,
-        calls: Vec<String>,
+        (calls, linked): (Vec<String>, bool),
         shares: bool,
         found: &Found,
     ) -> Option<String> {
@@ -338,7 +368,7 @@ impl Keep {
                 arch: chunk.arch,
                 binary: chunk.binary.clone(),
             });
-            let caller = Caller { index, names: calls, unkept };
+            let caller = Caller { index, names: calls, unkept, linked };
             found.calls.lock().unwrap_or_else(PoisonError::into_inner).push(caller);
         }
         match reserved {
@@ -347,6 +377,8 @@ impl Keep {
                 // read into it before: only the text is kept.
                 let mut chunk = chunk;
                 chunk.text.shrink_to_fit();
+                let chunk = Arc::new(chunk);
+                self.settle(index, Some(Arc::clone(&chunk)));
                 self.kept.lock().unwrap_or_else(PoisonError::into_inner).push((index, chunk));
                 None
             }
@@ -358,21 +390,201 @@ impl Keep {
             _ => Some(chunk.text),
         }
     }
+
+    /// Makes the kept function `index` (or that it failed, `None`) known to the callers
+    /// linked as they are read, which may wait for it.
+    fn settle(&self, index: usize, chunk: Option<Arc<SassChunk>>) {
+        self.ready.lock().unwrap_or_else(PoisonError::into_inner).insert(index, chunk);
+        self.readied.notify_all();
+    }
+
+    /// Lints `caller` with the functions it calls, all read before it and kept
+    /// ([`Seen::early`]), once they are linted: what [`follow_calls`] would give it.
+    fn link_early(&self, caller: &SassChunk, early: &Early, settings: &Settings) -> EarlyLink {
+        // The callees were read before the caller, so some worker has them or is done with
+        // them; one that waits here waits only for functions read before its own.
+        let callees: HashMap<usize, Arc<SassChunk>> = {
+            let mut ready = self.ready.lock().unwrap_or_else(PoisonError::into_inner);
+            while !early.calls.keys().all(|k| ready.contains_key(k)) {
+                ready = self.readied.wait(ready).unwrap_or_else(PoisonError::into_inner);
+            }
+            let found = early.calls.keys().map(|&k| Some((k, Arc::clone(ready[&k].as_ref()?))));
+            match found.collect::<Option<_>>() {
+                Some(callees) => callees,
+                None => return EarlyLink::Failed,
+            }
+        };
+        let alone = |k: usize| -> Arc<OnceLock<fencelint_linter::LintOutput>> {
+            let mut alone = self.alone.lock().unwrap_or_else(PoisonError::into_inner);
+            Arc::clone(alone.entry(k).or_default())
+        };
+        let outputs: HashMap<usize, Arc<OnceLock<fencelint_linter::LintOutput>>> =
+            callees.keys().map(|&k| (k, alone(k))).collect();
+        let alone_of = |k: usize| -> &fencelint_linter::LintOutput {
+            outputs[&k].get_or_init(|| kept_view(k, &callees[&k]).lint_alone(settings))
+        };
+        // As [`follow_calls`]: a callee that neither touches memory other threads see, nor
+        // orders it, nor calls another function is not followed.
+        let private = |k: usize| {
+            let alone = alone_of(k);
+            !alone.shares_memory && alone.external_calls.is_empty()
+        };
+        let calls_of = |k: usize| early.calls.get(&k).map_or(&[][..], Vec::as_slice);
+        let size = |k: usize| {
+            let chunk = &callees[&k];
+            chunk.text.len() - chunk.target_line as usize
+        };
+        let closure =
+            linking::closure(usize::MAX, early.direct.iter().copied(), calls_of, size, |k| {
+                !private(k)
+            });
+        if closure.is_empty() {
+            return EarlyLink::Alone;
+        }
+        let mut views = vec![kept_view(0, caller)];
+        views.extend(closure.iter().map(|&k| kept_view(k, &callees[&k])));
+        let parts: Vec<usize> = (0..views.len()).collect();
+        EarlyLink::Linked(linked(&views, &parts, settings, |at| alone_of(closure[at - 1])))
+    }
+}
+
+/// How much of its functions' text a listing read from a pipe keeps to lint them again
+/// ([`Keep`]): [`linking::budget`] of nothing, 64 MiB, or `FENCELINT_PIPE_KEEP` (bytes), for
+/// tests and measurements.
+fn kept_from_pipe() -> usize {
+    std::env::var("FENCELINT_PIPE_KEEP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| linking::budget(0))
+}
+
+/// A kept function of a listing read from a pipe, as [`follow_calls`] reads it.
+fn kept_view(index: usize, chunk: &SassChunk) -> Kept<'_> {
+    Kept {
+        index,
+        source: &chunk.text,
+        range: chunk.target_line as usize..chunk.text.len(),
+        function: &chunk.function,
+        arch: chunk.arch,
+        binary: chunk.binary.as_deref(),
+        format: chunk.format,
+        line: chunk.line,
+        column: chunk.column,
+        offset: chunk.offset,
+    }
+}
+
+/// A caller linted with the functions it calls as soon as it is read ([`Keep::link_early`]):
+/// those it calls, and for each function of its closure, those that function calls (indices
+/// of the listing's functions, all kept).
+struct Early {
+    direct: Vec<usize>,
+    calls: HashMap<usize, Vec<usize>>,
+}
+
+/// What [`Keep::link_early`] did with a caller.
+enum EarlyLink {
+    /// Linted with its callees: its findings (`None` when it has none) replace those of
+    /// linting it alone.
+    Linked(Option<Excerpted>),
+    /// It calls only functions that cannot change what it shows: what linting it alone gave
+    /// stands, as in [`follow_calls`].
+    Alone,
+    /// A function it calls failed to lint: it keeps what linting it alone gave, and
+    /// [`follow_calls`] sees it as any other caller.
+    Failed,
+}
+
+/// On the reading thread, in file order: the kept functions that a call may name, so that a
+/// function whose calls name only functions read before it (and theirs too) is linted with
+/// them as soon as it is read, without keeping its text to lint it again at the end. A listing
+/// read from a pipe keeps 64 MiB of text: NCCL's `sm_80` listing has 200 MB of functions that
+/// call `__cuda_sm70_warpsync` and the like, which come first; kept for the end, the last 425
+/// of them were not followed. Decided here, on what was kept before, so that the same input
+/// gives the same output however the workers run.
+#[derive(Default)]
+struct Seen {
+    /// The kept function that a key names (the last one read).
+    by_key: HashMap<Key, usize>,
+    /// Each kept function's text size, the kept functions its calls name, and whether each
+    /// of its calls worth following names one whose calls do too.
+    known: HashMap<usize, (usize, Vec<usize>, bool)>,
+    /// The text read so far, and the text linted again in callers' closures so far: at most
+    /// [`linking::budget`] of the text read, as [`follow_calls`] allows of a whole listing
+    /// (which gets what is left).
+    read: usize,
+    spent: usize,
+}
+
+impl Seen {
+    /// The kept functions that `chunk`'s calls name, and whether all of its calls worth
+    /// following do, transitively.
+    fn resolve(&self, chunk: &SassChunk) -> (Vec<usize>, bool, bool) {
+        let own = &chunk.text[chunk.target_line as usize..];
+        let mut names: Vec<&str> = linking::named_calls(own).collect();
+        names.sort_unstable();
+        names.dedup();
+        let mut direct = Vec::new();
+        let mut complete = true;
+        let mut worth = false;
+        for name in names {
+            let following = linking::worth_following(name);
+            worth |= following;
+            let key = (name.to_owned(), chunk.arch, chunk.binary.clone());
+            match self.by_key.get(&key) {
+                Some(&k) => {
+                    direct.push(k);
+                    complete &= self.known[&k].2;
+                }
+                None => complete &= !following,
+            }
+        }
+        (direct, complete, worth)
+    }
+
+    /// Whether `chunk`, read now, is linted with its callees at once, and with which.
+    fn early(&mut self, chunk: &SassChunk) -> Option<Early> {
+        let own = chunk.text.len() - chunk.target_line as usize;
+        self.read += own;
+        if chunk.format != SassFormat::NvdisasmText || chunk.invalid_utf8.is_some() {
+            return None;
+        }
+        let (direct, complete, worth) = self.resolve(chunk);
+        if !complete || !worth || direct.is_empty() {
+            return None;
+        }
+        let calls_of = |k: usize| self.known[&k].1.as_slice();
+        let size = |k: usize| self.known[&k].0;
+        let closure =
+            linking::closure(usize::MAX, direct.iter().copied(), calls_of, size, |_| true);
+        // The caller is linted alone and again with its callees, as in [`follow_calls`].
+        let cost = own + closure.iter().map(|&k| size(k)).sum::<usize>();
+        if self.spent + cost > linking::budget(self.read) {
+            return None;
+        }
+        self.spent += cost;
+        let calls = closure.iter().map(|&k| (k, self.known[&k].1.clone())).collect();
+        Some(Early { direct, calls })
+    }
+
+    /// Records function `index`, read now, if it is kept.
+    fn read(&mut self, index: usize, chunk: &SassChunk, reserved: Reserved) {
+        if reserved != Reserved::Kept || chunk.format != SassFormat::NvdisasmText {
+            return;
+        }
+        let (direct, complete, _) = self.resolve(chunk);
+        let size = chunk.text.len() - chunk.target_line as usize;
+        self.known.insert(index, (size, direct, complete));
+        let key = (chunk.function.clone(), chunk.arch, chunk.binary.clone());
+        self.by_key.insert(key, index);
+    }
 }
 
 /// Whether a function of an nvdisasm text listing calls another function by name, one worth
 /// following ([`linking::worth_following`]): keeping NCCL's kernels for their calls of
 /// `__assertfail` and of the 64-bit division helpers filled the budget.
 fn calls_a_function(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    memchr::memmem::find_iter(bytes, b"CALL").any(|at| {
-        let line_end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |end| at + end);
-        let line = &text[at..line_end];
-        let Some(start) = line.find("`(") else { return false };
-        let name = &line[start + 2..];
-        let name = &name[..name.find(')').unwrap_or(name.len())];
-        linking::worth_following(name)
-    })
+    linking::named_calls(text).any(linking::worth_following)
 }
 
 /// Whether a function of an nvdisasm text listing is a kernel: its header, before the first
@@ -442,15 +654,12 @@ pub(crate) fn lint_mapped(
                     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         let linted = lint_text_chunk(&chunk, at, settings);
                         if !linted.calls.is_empty() {
-                            let caller = Caller { index, names: linted.calls, unkept: None };
+                            let names = linted.calls;
+                            let caller = Caller { index, names, unkept: None, linked: false };
                             found.calls.lock().unwrap_or_else(PoisonError::into_inner).push(caller);
                         }
                         if !linted.shares {
-                            found
-                                .private
-                                .lock()
-                                .unwrap_or_else(PoisonError::into_inner)
-                                .push(index);
+                            found.private(index);
                         }
                         (linted.functions, linted.excerpt, linted.unnamed_calls)
                     }));
@@ -492,7 +701,8 @@ pub(crate) fn lint_mapped(
         .collect();
     let release_kept = |p: usize| release(cut_out[p].range.to_usize());
     let left_out = |_: &Key| false;
-    follow_calls(&kept, bytes.len(), &release_kept, &left_out, &found, settings, workers);
+    let budget = (bytes.len(), 0);
+    follow_calls(&kept, budget, &release_kept, &left_out, &found, settings, workers);
     let mut archs = Vec::new();
     for chunk in &cut_out {
         note_arch(&mut archs, chunk.arch);
@@ -553,6 +763,9 @@ struct Caller {
     /// For a function whose text [`lint_listing`] did not keep (the mapped path keeps every
     /// function): what [`follow_calls`] says about it.
     unkept: Option<Unkept>,
+    /// Linted with its callees already, as it was read ([`Keep::link_early`]): not linted
+    /// again, but the functions that call it follow its calls.
+    linked: bool,
 }
 
 /// A function that calls others by name and whose text was not kept.
@@ -583,7 +796,7 @@ type Key = (String, Option<fencelint_sass::Arch>, Option<String>);
 /// text was not kept.
 fn follow_calls(
     kept: &[Kept<'_>],
-    budget_of_listing: usize,
+    (budget_of_listing, spent): (usize, usize),
     release: &(dyn Fn(usize) + Sync),
     left_out: &dyn Fn(&Key) -> bool,
     found: &Found,
@@ -620,13 +833,19 @@ fn follow_calls(
     // function they call, directly or not, was not kept), each with where it starts.
     let mut incomplete: Vec<(usize, String, Excerpt, NotFollowed)> = Vec::new();
     // What a listing read from a pipe keeps of its text ([`Keep`]); a mapped one keeps all.
-    let kept_text = linking::budget(0);
+    let kept_text = kept_from_pipe();
     let mut callees: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     // Kept callers that name a function that was not kept: neither they nor those that call
     // them are linted again.
     let mut names_left_out: std::collections::HashSet<usize> = std::collections::HashSet::new();
+    // Callers linked with their callees as they were read ([`Keep::link_early`]), by position:
+    // the closures of those that call them still go through them.
+    let mut linked_early: std::collections::HashSet<usize> = std::collections::HashSet::new();
     for caller in calls {
         let Some(p) = position(caller.index) else {
+            if caller.linked {
+                continue;
+            }
             // Not kept: it is left out only if it names a function of the listing that could
             // change what it shows (one that touches memory other threads see, or calls).
             let Some(unkept) = caller.unkept else { continue };
@@ -643,6 +862,9 @@ fn follow_calls(
             }
             continue;
         };
+        if caller.linked {
+            linked_early.insert(p);
+        }
         let (_, arch, binary) = &keys[p];
         let mut missing = false;
         let resolved: Vec<usize> = caller
@@ -671,8 +893,11 @@ fn follow_calls(
     }
     callees.retain(|_, resolved| !resolved.is_empty());
     // A caller that names a function that was not kept and nothing else to follow.
-    let mut alone_left_out: Vec<usize> =
-        names_left_out.iter().copied().filter(|p| !callees.contains_key(p)).collect();
+    let mut alone_left_out: Vec<usize> = names_left_out
+        .iter()
+        .copied()
+        .filter(|p| !callees.contains_key(p) && !linked_early.contains(p))
+        .collect();
     alone_left_out.sort_unstable();
     for p in alone_left_out {
         let why = NotFollowed::CalleeNotKept(kept_text);
@@ -683,9 +908,10 @@ fn follow_calls(
     // those after them (2,000 small functions calling one another, 1.1 MB of listing: 34 s).
     let calls_of = |k: usize| callees.get(&k).map_or(&[][..], Vec::as_slice);
     let size = |k: usize| kept[k].range.len();
-    let mut left = budget;
+    // Less what linting callers with their callees as they were read took.
+    let mut left = budget.saturating_sub(spent);
     let mut planned: Vec<Vec<usize>> = Vec::new();
-    for &caller in callees.keys() {
+    for &caller in callees.keys().filter(|p| !linked_early.contains(p)) {
         let closure =
             linking::closure(caller, calls_of(caller).iter().copied(), calls_of, size, |_| true);
         let parts: Vec<usize> = std::iter::once(caller).chain(closure).collect();

@@ -726,7 +726,12 @@ fn a_piped_listing_past_its_budget_says_which_calls_were_not_followed() {
     }
     // Each kernel's outcome: "error" (its finding) or "warning" (calls not followed).
     let outcomes = |budget: usize| -> (Vec<(String, String, String)>, Vec<u8>) {
-        let env = [("FENCELINT_STREAM_MIN", "1"), ("FENCELINT_LINKED_BUDGET", &budget.to_string())];
+        let budget = budget.to_string();
+        let env = [
+            ("FENCELINT_STREAM_MIN", "1"),
+            ("FENCELINT_LINKED_BUDGET", &budget),
+            ("FENCELINT_PIPE_KEEP", &budget),
+        ];
         let out = check_piped_as("-", &env, &[], text.clone().into_bytes());
         assert_ne!(out.status.code(), Some(2), "{}", stderr(&out));
         let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -775,6 +780,77 @@ fn a_piped_listing_past_its_budget_says_which_calls_were_not_followed() {
     // kernel has its finding.
     let (found, _) = outcomes(10 * text.len());
     assert!(found.iter().all(|(_, severity, _)| severity == "error"), "{found:?}");
+}
+
+/// A piped listing whose callers come after the functions they call (as in the `sm_80` listing
+/// of NCCL, whose helpers `__cuda_sm70_warpsync` and the like come first) links each caller
+/// with its callees as soon as it is read, without keeping the caller's text for the end: with
+/// room for the callee's text alone, every kernel has its finding (each said its calls were not
+/// followed before), the findings are those of the file, and the same on every run.
+/// (Hand-written nvdisasm text: a function `d` that waits on a flag with a relaxed load, then
+/// twelve kernels `k{i}` that call it and read data.)
+#[test]
+fn a_piped_listing_links_callers_whose_callees_came_first() {
+    use std::fmt::Write as _;
+    let mut text = String::from("\t.target\tsm_90a\n\n");
+    let header = |text: &mut String, name: &str, other: &str| {
+        write!(
+            text,
+            "//--------------------- .text.{name} --------------------------\n\
+             \t.section\t.text.{name},\"ax\",@progbits\n\
+             \x20       .other          {name},@\"{other}\"\n.text.{name}:\n{name}:\n"
+        )
+        .unwrap();
+    };
+    header(&mut text, "d", "STV_DEFAULT");
+    text.push_str(
+        ".L_w:\n\
+         \x20       /*0000*/                   LDG.E.STRONG.GPU R4, desc[UR4][R2.64] ;\n\
+         \x20       /*0010*/                   ISETP.EQ.AND P0, PT, R4, RZ, PT ;\n\
+         \x20       /*0020*/              @P0 BRA `(.L_w) ;\n\
+         \x20       /*0030*/                   RET.ABS.NODEC R20 0x0 ;\n\n",
+    );
+    let callee = text.len();
+    let kernels = 12;
+    for i in 0..kernels {
+        header(&mut text, &format!("k{i}"), "STO_CUDA_ENTRY STV_DEFAULT");
+        text.push_str(
+            "        /*0000*/                   CALL.ABS.NOINC `(d) ;\n\
+             \x20       /*0010*/                   LDG.E R6, desc[UR4][R8.64] ;\n\
+             \x20       /*0020*/                   EXIT ;\n\n",
+        );
+    }
+    let rules = |out: &std::process::Output| -> Vec<(String, String)> {
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut found: Vec<(String, String)> = doc["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                let text = |key: &str| d[key].as_str().unwrap_or_default().to_owned();
+                (text("kernel"), text("rule"))
+            })
+            .collect();
+        found.sort();
+        found
+    };
+    // Room for `d`'s text and a little more: no kernel can be kept to be linted again.
+    let kept = (callee + 200).to_string();
+    let env = [("FENCELINT_STREAM_MIN", "1"), ("FENCELINT_PIPE_KEEP", kept.as_str())];
+    let piped = check_piped_as("-", &env, &[], text.clone().into_bytes());
+    let expected: Vec<(String, String)> =
+        (0..kernels).map(|i| (format!("k{i}"), "spin-poll-without-acquire".to_owned())).collect();
+    let mut expected = expected;
+    expected.sort();
+    assert_eq!(rules(&piped), expected, "{}", String::from_utf8_lossy(&piped.stdout));
+    let again = check_piped_as("-", &env, &[], text.clone().into_bytes());
+    assert_eq!(again.stdout, piped.stdout, "the same input, the same output");
+    // The file, read whole, gives the same findings.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("listing.sass");
+    fs::write(&path, &text).unwrap();
+    let file = common::command(&["check", "--format", "json"]).arg(&path).output().unwrap();
+    assert_eq!(rules(&file), expected);
 }
 
 /// A listing for an architecture newer than any whose SASS has been checked is linted, with a
