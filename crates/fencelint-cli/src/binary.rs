@@ -1300,7 +1300,7 @@ fn linking(
     // `ncclDevFunc_*` functions called through a table, and 37 small helpers called by name.
     // Where the relocations cannot be read, every callable function is held, as before. A
     // function whose name another one of the cubin shares is not held ([`Linkable::shared`]):
-    // NCCL's sm_80 cubin has 131 such copies of three arithmetic helpers, and six helpers
+    // NCCL's sm_80 cubin has 131 such copies of three arithmetic helpers, and five helpers
     // called by name that no other function shares a name with (`__cuda_sm70_warpsync`,
     // `__cuda_sm70_barrier_red_or_count`, ...), which are.
     let references = elf.references(&functions);
