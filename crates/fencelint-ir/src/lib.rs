@@ -478,8 +478,9 @@ pub struct Inst {
     /// Further address operands (the mbarrier of a `cp.async.bulk`, the tensormap of a TMA op).
     pub extra_addresses: Vec<(AddressRole, Address)>,
     pub control: Control,
-    /// The original source location, from `.loc` or `//## File` line info.
-    pub source: Option<SourceLocation>,
+    /// The original source location, from `.loc` or `//## File` line info: shared by the
+    /// instructions of one location, so that a copy is no allocation and an `Inst` stays small.
+    pub source: Option<std::sync::Arc<SourceLocation>>,
     /// The SASS byte address.
     pub sass_address: Option<u64>,
     /// The line of the embedded PTX that produced this SASS instruction (`nvdisasm -gp`).

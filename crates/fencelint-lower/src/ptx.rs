@@ -447,7 +447,7 @@ fn lower_body(
     // a few hundred bytes, and growing copied them about twice over).
     let mut pending: Vec<Pending> = Vec::with_capacity(statements.len());
     let mut calls = Vec::new();
-    let mut loc: Option<SourceLocation> = None;
+    let mut loc: Option<std::sync::Arc<SourceLocation>> = None;
     let mut inlining = InlineSites::new(statements, files);
     for statement in statements {
         match statement {
@@ -455,11 +455,13 @@ fn lower_body(
                 labels.insert(label.name, pending.len() as u32);
             }
             ast::Statement::Loc(l) => {
-                loc = files.get(&l.file).map(|name| SourceLocation {
-                    file: (*name).to_owned(),
-                    line: l.line,
-                    column: l.column,
-                    inlined_at: inlining.chain(l),
+                loc = files.get(&l.file).map(|name| {
+                    std::sync::Arc::new(SourceLocation {
+                        file: (*name).to_owned(),
+                        line: l.line,
+                        column: l.column,
+                        inlined_at: inlining.chain(l),
+                    })
                 });
             }
             ast::Statement::Directive(d) if d.name == "branchtargets" => {

@@ -451,6 +451,9 @@ struct Body<'a> {
     /// The last chain of call sites lowered (`-gi`), with the parser's chain it came from (kept
     /// alive, so that the same pointer is the same chain): one per run of instructions.
     inlined: Option<(CallSites<'a>, Arc<[SourceLocation]>)>,
+    /// The last source location given an instruction, with the line and chain it came from:
+    /// the instructions of one run share it.
+    source: Option<(SrcLine<'a>, Option<CallSites<'a>>, Arc<SourceLocation>)>,
 }
 
 /// The parser's chain of call sites of one run of inlined instructions (`-gi`).
@@ -481,6 +484,7 @@ impl<'a> Body<'a> {
             calls: Vec::new(),
             first_start: None,
             inlined: None,
+            source: None,
         }
     }
 
@@ -525,14 +529,32 @@ impl<'a> Body<'a> {
                 _ => self.branches.push((id, branch)),
             }
         }
-        if let Some(sites) = &inst.inlined_at
-            && inst.src_line.is_some()
-        {
-            let chain = self.inlined(sites);
-            if let Some(source) = self.insts.last_mut().and_then(|slot| slot.source.as_mut()) {
-                source.inlined_at = Some(chain);
+        if let Some(line) = inst.src_line {
+            let source = self.source(line, inst.inlined_at.as_ref());
+            if let Some(slot) = self.insts.last_mut() {
+                slot.source = Some(source);
             }
         }
+    }
+
+    /// The source location of an instruction at `line`, inlined at `sites`: the last one made
+    /// when it is the same.
+    fn source(&mut self, line: SrcLine<'a>, sites: Option<&CallSites<'a>>) -> Arc<SourceLocation> {
+        if let Some((last, from, made)) = &self.source
+            && *last == line
+            && match (from, sites) {
+                (Some(from), Some(sites)) => Arc::ptr_eq(from, sites),
+                (None, None) => true,
+                _ => false,
+            }
+        {
+            return Arc::clone(made);
+        }
+        let mut location = SourceLocation::new(line.file, line.line, 0);
+        location.inlined_at = sites.map(|sites| self.inlined(sites));
+        let made = Arc::new(location);
+        self.source = Some((line, sites.cloned(), Arc::clone(&made)));
+        made
     }
 
     /// Resolves the branches against the addresses of the kept instructions and the labels of
@@ -759,11 +781,6 @@ fn lower_inst<'a>(
     let meaning = facts.class.row.map(|row| table.meaning(row));
     out.sass_address = Some(inst.address);
     out.ptx_line = inst.ptx_line;
-    // Only set when there is one: `out` has none yet, and assigning `None` over it would read
-    // the fresh slot back to drop what it held.
-    if let Some(l) = inst.src_line {
-        out.source = Some(SourceLocation::new(l.file, l.line, 0));
-    }
 
     if let Some(guard) = inst.guard.filter(|g| !g.is_always())
         && let Some(reg) = func.reg(guard.reg)

@@ -510,7 +510,7 @@ impl Pair<'_> {
         let primary =
             Label::new(self.sass_file, op.range, format!("{direction} the {point_noun} in SASS"))
                 .with_address(op.sass_address)
-                .with_source(op.source.clone());
+                .with_source(op.source.as_deref().cloned());
         Diagnostic::new(RULE, self.options.severity, message, primary)
             .with_secondary(
                 Label::new(self.sass_file, at.range, format!("the {point_noun} in SASS"))
@@ -518,11 +518,11 @@ impl Pair<'_> {
             )
             .with_secondary(
                 Label::new(self.ptx_file, ptx_op.range, format!("the {noun} in PTX"))
-                    .with_source(ptx_op.source.clone()),
+                    .with_source(ptx_op.source.as_deref().cloned()),
             )
             .with_secondary(
                 Label::new(self.ptx_file, ptx_point.range, format!("the {point_noun} in PTX"))
-                    .with_source(ptx_point.source.clone()),
+                    .with_source(ptx_point.source.as_deref().cloned()),
             )
             .with_note(format!(
                 "this judges the compiler's output, not the source: the PTX orders the {noun} \

@@ -47,7 +47,7 @@ impl<'a> FunctionCx<'a> {
         let inst = self.inst(id);
         Label::new(self.file, inst.range, message)
             .with_address(inst.sass_address)
-            .with_source(inst.source.clone())
+            .with_source(inst.source.as_deref().cloned())
     }
 
     /// Starts a diagnostic whose primary label is on `id`.
