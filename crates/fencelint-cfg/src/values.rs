@@ -71,7 +71,7 @@ impl FunctionAnalysis<'_> {
                     .collect();
                 let mut exprs = self.exprs.borrow_mut();
                 let next = u32::try_from(exprs.len()).unwrap_or(u32::MAX);
-                ValueNumber::Expr(*exprs.entry((key, operands)).or_insert(next))
+                ValueNumber::Expr(*exprs.entry((key.get(), operands)).or_insert(next))
             }
             _ => ValueNumber::Opaque(at, reg),
         }

@@ -472,7 +472,7 @@ pub struct Inst {
     /// instructions with the same key compute the same value from the same inputs. The key
     /// stands for the opcode and every operand that is not a register. Filled by the PTX
     /// lowering; SASS instructions carry none (see `FunctionAnalysis::value_number`).
-    pub pure_key: Option<u64>,
+    pub pure_key: Option<std::num::NonZeroU64>,
     /// The memory operand, for memory ops, mbarrier ops, tensormap ops and async copies.
     pub address: Option<Address>,
     /// Further address operands (the mbarrier of a `cp.async.bulk`, the tensormap of a TMA op).

@@ -1044,7 +1044,7 @@ fn int_compare(relation: &str, ty: &str) -> Option<IntCompare> {
 /// [`Inst::pure_key`] of an instruction with one destination register and no guard: the opcode
 /// and the source operands that are not registers, when the mnemonic computes its result from
 /// its operands alone and every source is a register or a literal.
-fn pure_key(instruction: &ast::Instruction<'_>, names: &Names<'_>) -> Option<u64> {
+fn pure_key(instruction: &ast::Instruction<'_>, names: &Names<'_>) -> Option<std::num::NonZeroU64> {
     if !is_pure_mnemonic(instruction.mnemonic()) {
         return None;
     }
@@ -1061,7 +1061,8 @@ fn pure_key(instruction: &ast::Instruction<'_>, names: &Names<'_>) -> Option<u64
             _ => return None,
         }
     }
-    Some(hasher.finish())
+    // Never zero, so that the key and its absence take one word.
+    std::num::NonZeroU64::new(hasher.finish().max(1))
 }
 
 /// Whether `mnemonic` computes its result from its operands alone (no memory, no clock, no
