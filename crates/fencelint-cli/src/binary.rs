@@ -1152,7 +1152,7 @@ struct Cubin {
     linkable: Linkable,
 }
 
-/// A cubin's callable functions that some function calls by name (see [`linking`]).
+/// A cubin's callable functions that some function calls by name (see [`linking()`]).
 #[derive(Clone, Debug, Default)]
 struct Linkable {
     /// The code size of those to hold (0 when there are none, or they were not read).

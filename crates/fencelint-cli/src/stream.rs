@@ -156,8 +156,9 @@ impl Found {
 
 /// Lints the SASS text listing that `reader` yields on `workers` threads besides the reading
 /// one. Functions are not held once linted, except those that a call by name may need again
-/// ([`Keep`]): once all are linted, the callers are linted again with what they call
-/// ([`follow_calls`]).
+/// ([`Keep`]): a caller whose callees were read and kept before it is linted with them at once
+/// ([`Seen`], [`Keep::link_early`]); once all are linted, the other callers are linted again
+/// with what they call ([`follow_calls`]).
 pub(crate) fn lint_listing<R: BufRead>(
     reader: R,
     settings: &Settings,
