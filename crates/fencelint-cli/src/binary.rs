@@ -1141,7 +1141,7 @@ impl Drop for Slot {
 /// What the parts of one cubin share: its PTX for the pair rules, and its callable functions.
 struct Cubin {
     companion: Option<Arc<Companion>>,
-    /// Its functions call each other by name and it is small: linted whole ([`linking`]).
+    /// Its functions call each other by name and it is small: linted whole ([`linking()`]).
     whole: bool,
     /// Dropped once the cubin's last part is linted.
     callees: Mutex<Option<Arc<Callees>>>,
