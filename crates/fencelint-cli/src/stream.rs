@@ -246,9 +246,7 @@ pub(crate) fn lint_listing<R: BufRead>(
                     note_arch(&mut archs, chunk.arch);
                     offset =
                         chunk.offset + (chunk.text.len() as u64 - u64::from(chunk.target_line));
-                    let early = seen.early(&chunk);
-                    let reserved = keep.reserve(&chunk, early.is_some());
-                    seen.read(index, &chunk, reserved);
+                    let (reserved, early) = seen.read(index, &chunk, keep);
                     if sender.send((index, chunk, reserved, early)).is_err() {
                         break;
                     }
@@ -275,7 +273,7 @@ pub(crate) fn lint_listing<R: BufRead>(
 
 /// The functions of a listing streamed from a reader that [`follow_calls`] may read again,
 /// kept as they are linted up to a budget of text: in nvdisasm text, those that are not kernels
-/// (what a call can name) and those that call a function by name ([`calls_a_function`]); in
+/// (what a call can name) and those that call a function by name ([`Resolved::calls`]); in
 /// nvdisasm JSON, which does not mark kernels, every function (cuobjdump's calls name no
 /// callee). What is kept is decided on the reading thread, in file order, so that the same
 /// input keeps the same functions however the workers run.
@@ -321,10 +319,10 @@ impl Keep {
         }
     }
 
-    /// On the reading thread, in file order: whether to keep `chunk` once it is linted. A
-    /// kernel that is linted with its callees as it is read (`early`) is not kept: nothing
-    /// calls it, and it is not linted again.
-    fn reserve(&self, chunk: &SassChunk, early: bool) -> Reserved {
+    /// On the reading thread, in file order: whether to keep `chunk` once it is linted, as a
+    /// function a call may name or as a caller (`calls`: it calls a function worth following,
+    /// and is not linked with its callees as it is read, [`Seen::read`]).
+    fn reserve(&self, chunk: &SassChunk, calls: bool) -> Reserved {
         let own = &chunk.text[chunk.target_line as usize..];
         let callable = match chunk.format {
             SassFormat::NvdisasmText => !is_kernel_text(own),
@@ -332,10 +330,9 @@ impl Keep {
             SassFormat::NvdisasmJson => true,
             SassFormat::CuobjdumpText => false,
         };
-        // The header test first: the search for calls reads the whole text.
         let wanted = chunk.invalid_utf8.is_none()
             && chunk.format != SassFormat::CuobjdumpText
-            && (callable || (!early && calls_a_function(own)));
+            && (callable || calls);
         if !wanted {
             return Reserved::NotWanted;
         }
@@ -400,7 +397,7 @@ impl Keep {
     }
 
     /// Lints `caller` with the functions it calls, all read before it and kept
-    /// ([`Seen::early`]), once they are linted: what [`follow_calls`] would give it.
+    /// ([`Seen::read`]), once they are linted: what [`follow_calls`] would give it.
     fn link_early(&self, caller: &SassChunk, early: &Early, settings: &Settings) -> EarlyLink {
         // The callees were read before the caller, so some worker has them or is done with
         // them; one that waits here waits only for functions read before its own.
@@ -517,47 +514,76 @@ struct Seen {
     spent: usize,
 }
 
+/// What a function's calls by name name among the functions kept before it ([`Seen::resolve`]).
+struct Resolved {
+    /// The kept functions its calls name.
+    direct: Vec<usize>,
+    /// Whether each of its calls worth following names one of them whose calls do too.
+    complete: bool,
+    /// Whether it makes a call worth following ([`linking::worth_following`]): keeping NCCL's
+    /// kernels for their calls of `__assertfail` and of the 64-bit division helpers filled the
+    /// budget.
+    calls: bool,
+}
+
 impl Seen {
-    /// The kept functions that `chunk`'s calls name, and whether all of its calls worth
-    /// following do, transitively.
-    fn resolve(&self, chunk: &SassChunk) -> (Vec<usize>, bool, bool) {
+    /// On the reading thread, in file order: reads function `index` once, for all that is
+    /// decided about it here. Whether it is linked with its callees at once ([`Early`]) and
+    /// whether it is kept ([`Keep::reserve`]); a kept one is recorded for the functions after
+    /// it.
+    fn read(&mut self, index: usize, chunk: &SassChunk, keep: &Keep) -> (Reserved, Option<Early>) {
         let own = &chunk.text[chunk.target_line as usize..];
+        self.read += own.len();
+        let text = chunk.format == SassFormat::NvdisasmText && chunk.invalid_utf8.is_none();
+        let resolved = text.then(|| self.resolve(own, chunk.arch, chunk.binary.as_ref()));
+        let early = resolved.as_ref().and_then(|r| self.early(own.len(), r));
+        // A caller linked at once is not linted again: kept only if a call may name it.
+        let calls = early.is_none() && resolved.as_ref().is_some_and(|r| r.calls);
+        let reserved = keep.reserve(chunk, calls);
+        if let (Reserved::Kept, Some(resolved)) = (reserved, resolved) {
+            self.known.insert(index, (own.len(), resolved.direct, resolved.complete));
+            let key = (chunk.function.clone(), chunk.arch, chunk.binary.clone());
+            self.by_key.insert(key, index);
+        }
+        (reserved, early)
+    }
+
+    /// What the calls by name of the text `own` (of a function of `arch` and `binary`) name
+    /// among the functions kept before it.
+    fn resolve(
+        &self,
+        own: &str,
+        arch: Option<fencelint_sass::Arch>,
+        binary: Option<&String>,
+    ) -> Resolved {
         let mut names: Vec<&str> = linking::named_calls(own).collect();
         names.sort_unstable();
         names.dedup();
-        let mut direct = Vec::new();
-        let mut complete = true;
-        let mut worth = false;
+        let mut resolved = Resolved { direct: Vec::new(), complete: true, calls: false };
         for name in names {
             let following = linking::worth_following(name);
-            worth |= following;
-            let key = (name.to_owned(), chunk.arch, chunk.binary.clone());
-            match self.by_key.get(&key) {
+            resolved.calls |= following;
+            match self.by_key.get(&(name.to_owned(), arch, binary.cloned())) {
                 Some(&k) => {
-                    direct.push(k);
-                    complete &= self.known[&k].2;
+                    resolved.direct.push(k);
+                    resolved.complete &= self.known[&k].2;
                 }
-                None => complete &= !following,
+                None => resolved.complete &= !following,
             }
         }
-        (direct, complete, worth)
+        resolved
     }
 
-    /// Whether `chunk`, read now, is linted with its callees at once, and with which.
-    fn early(&mut self, chunk: &SassChunk) -> Option<Early> {
-        let own = chunk.text.len() - chunk.target_line as usize;
-        self.read += own;
-        if chunk.format != SassFormat::NvdisasmText || chunk.invalid_utf8.is_some() {
-            return None;
-        }
-        let (direct, complete, worth) = self.resolve(chunk);
-        if !complete || !worth || direct.is_empty() {
+    /// Whether a function of `own` bytes whose calls are `resolved` is linked with its callees
+    /// at once, and with which: when all it calls was kept before it, and the budget allows.
+    fn early(&mut self, own: usize, resolved: &Resolved) -> Option<Early> {
+        if !resolved.complete || !resolved.calls || resolved.direct.is_empty() {
             return None;
         }
         let calls_of = |k: usize| self.known[&k].1.as_slice();
         let size = |k: usize| self.known[&k].0;
-        let closure =
-            linking::closure(usize::MAX, direct.iter().copied(), calls_of, size, |_| true);
+        let direct = resolved.direct.iter().copied();
+        let closure = linking::closure(usize::MAX, direct, calls_of, size, |_| true);
         // The caller is linted alone and again with its callees, as in [`follow_calls`].
         let cost = own + closure.iter().map(|&k| size(k)).sum::<usize>();
         if self.spent + cost > linking::budget(self.read) {
@@ -565,27 +591,8 @@ impl Seen {
         }
         self.spent += cost;
         let calls = closure.iter().map(|&k| (k, self.known[&k].1.clone())).collect();
-        Some(Early { direct, calls })
+        Some(Early { direct: resolved.direct.clone(), calls })
     }
-
-    /// Records function `index`, read now, if it is kept.
-    fn read(&mut self, index: usize, chunk: &SassChunk, reserved: Reserved) {
-        if reserved != Reserved::Kept || chunk.format != SassFormat::NvdisasmText {
-            return;
-        }
-        let (direct, complete, _) = self.resolve(chunk);
-        let size = chunk.text.len() - chunk.target_line as usize;
-        self.known.insert(index, (size, direct, complete));
-        let key = (chunk.function.clone(), chunk.arch, chunk.binary.clone());
-        self.by_key.insert(key, index);
-    }
-}
-
-/// Whether a function of an nvdisasm text listing calls another function by name, one worth
-/// following ([`linking::worth_following`]): keeping NCCL's kernels for their calls of
-/// `__assertfail` and of the 64-bit division helpers filled the budget.
-fn calls_a_function(text: &str) -> bool {
-    linking::named_calls(text).any(linking::worth_following)
 }
 
 /// Whether a function of an nvdisasm text listing is a kernel: its header, before the first
@@ -1186,6 +1193,7 @@ mod tests {
     #[test]
     fn only_calls_of_functions_of_the_listing_make_a_caller() {
         let call = |target: &str| format!("        /*0090*/   CALL.ABS.NOINC `({target}) ;\n");
+        let calls_a_function = |text: &str| Seen::default().resolve(text, None, None).calls;
         for target in [
             ".L_x_3",
             "$k$__internal_helper",

@@ -838,9 +838,8 @@ fn a_piped_listing_links_callers_whose_callees_came_first() {
     let kept = (callee + 200).to_string();
     let env = [("FENCELINT_STREAM_MIN", "1"), ("FENCELINT_PIPE_KEEP", kept.as_str())];
     let piped = check_piped_as("-", &env, &[], text.clone().into_bytes());
-    let expected: Vec<(String, String)> =
+    let mut expected: Vec<(String, String)> =
         (0..kernels).map(|i| (format!("k{i}"), "spin-poll-without-acquire".to_owned())).collect();
-    let mut expected = expected;
     expected.sort();
     assert_eq!(rules(&piped), expected, "{}", String::from_utf8_lossy(&piped.stdout));
     let again = check_piped_as("-", &env, &[], text.clone().into_bytes());
