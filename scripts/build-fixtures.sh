@@ -43,6 +43,11 @@
 #   linked.sm_80.nvdisasm-c.sass nvdisasm -c of it
 #   consumer_a.rdc.sm_80.cubin nvcc -cubin -rdc=true of kernels/linked/consumer_a.cu
 #                              alone: its kernel calls a function the cubin lacks
+#   app                        an executable: kernels/objects/app.cu compiled with
+#                              nvcc -c (sm_90a SASS, compute_90a PTX) and linked by
+#                              the host compiler against the CUDA runtime's shared
+#                              library (never run)
+#   libapp.so                  the same code without `main`, as a shared library
 # plus fixtures/compiled/TOOLCHAIN.txt with the tool versions.
 set -euo pipefail
 export LC_ALL=C
@@ -193,6 +198,21 @@ cp "$work/linked.sm_80.cubin" "$m/linked.sm_80.cubin"
 # One of them alone: a relocatable cubin whose kernel calls a function it does not hold.
 nvcc -O3 -rdc=true -cubin -arch=sm_80 fixtures/kernels/linked/consumer_a.cu \
     -o "$m/consumer_a.rdc.sm_80.cubin"
+# A whole application and a shared library. Linked by the host compiler, not by
+# nvcc, which would write its -L paths into the binary; against a libcudart.so
+# link to the runtime of the pip CUDA tools (`$bin/../lib`), which names only
+# its soname.
+mkdir -p "$work/cudart"
+ln -sf "$(cd "$bin/../lib" && pwd)/libcudart.so.13" "$work/cudart/libcudart.so"
+for variant in app lib; do
+    flags=()
+    [ "$variant" = lib ] && flags=(-DAPP_LIBRARY -Xcompiler -fPIC)
+    nvcc -O3 -c "${flags[@]}" -gencode 'arch=compute_90a,code=[sm_90a,compute_90a]' \
+        fixtures/kernels/objects/app.cu -o "$work/$variant.raw.o"
+    perl -0777 -pe 's/tmpxft_[0-9a-f]{8}_/tmpxft_00000000_/g' "$work/$variant.raw.o" >"$work/$variant.o"
+done
+"${CXX:-g++}" "$work/app.o" -o "$m/app" -L"$work/cudart" -lcudart
+"${CXX:-g++}" -shared "$work/lib.o" -o "$m/libapp.so" -L"$work/cudart" -lcudart
 
 if grep -rl --binary-files=text -e "$repo/" -e "$repo_real/" -e "$root_real" -e "$work" "$out" >&2; then
     echo "build-fixtures: absolute paths leaked into the files above" >&2
@@ -220,7 +240,7 @@ fi
     echo "## nvlink --version"
     nvlink --version
     echo
-    echo "## host compiler (used for spin_poll.o only)"
+    echo "## host compiler (host objects; links app and libapp.so)"
     "${CXX:-g++}" --version | head -n 1
 } >"$out/TOOLCHAIN.txt"
 

@@ -18,6 +18,8 @@ const FATBIN: &str = "fixtures/compiled/multiarch/spin_poll.fatbin";
 const OBJECT: &str = "fixtures/compiled/multiarch/spin_poll.o";
 const DEVICE_DATA: &str = "fixtures/compiled/multiarch/device_data.o";
 const ARCHIVE: &str = "fixtures/compiled/multiarch/kernels.a";
+const APP: &str = "fixtures/compiled/multiarch/app";
+const SHARED_LIBRARY: &str = "fixtures/compiled/multiarch/libapp.so";
 const PTX: &str = "fixtures/ptx/spin-poll-without-acquire/relaxed_poll.ptx";
 const INSTALL: &str = "pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm";
 
@@ -540,6 +542,30 @@ fn a_host_object_is_linted_through_its_fat_binary() {
             .any(|l| l.contains("[sm_80:spin_poll.1.sm_80.cubin]:poll_relaxed_fence_cta:")),
         "{text}"
     );
+}
+
+/// A whole application and the same code as a shared library
+/// (`fixtures/kernels/objects/app.cu`, linked by the host compiler): each is linted through the
+/// fat binary it embeds, its SASS and its PTX, and the kernel that fences after its poll is
+/// clean at both levels.
+#[test]
+fn executables_and_shared_libraries_are_linted_through_their_fat_binaries() {
+    for (binary, stem) in [(APP, "app"), (SHARED_LIBRARY, "libapp")] {
+        let Some(out) = check_with_tools("executable and shared library", &[binary]) else {
+            return;
+        };
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+        let findings = finding_lines(&text, "spin-poll-without-acquire");
+        let cubin = format!("{binary}[sm_90a:{stem}.1.sm_90a.cubin]:app_consume_relaxed:");
+        let ptx = format!("{binary}[sm_90a:{stem}.1.sm_90a.ptx]:");
+        assert!(findings.iter().any(|l| l.starts_with(&cubin)), "{text}");
+        assert!(findings.iter().any(|l| l.starts_with(&ptx)), "{text}");
+        // One finding at each level: the relaxed kernel's; the fenced kernel has none.
+        assert_eq!(findings.len(), 2, "{text}");
+        assert!(!text.contains("app_consume_fenced"), "{text}");
+        assert!(stderr(&out).contains("4 functions: 2 errors, 0 warnings"), "{}", stderr(&out));
+    }
 }
 
 #[test]
