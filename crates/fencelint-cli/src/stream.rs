@@ -196,25 +196,35 @@ pub(crate) fn lint_listing<R: BufRead>(
                         let mut alone = lint_chunk(&chunk, settings);
                         // A caller whose callees were read before it: linted with them now.
                         let link = early.as_ref().map(|e| keep.link_early(&chunk, e, settings));
-                        let early_done = match link {
+                        // Whether it was linked, and what linting it alone gave if the link
+                        // replaced that.
+                        let replaced = match link {
                             Some(EarlyLink::Linked(excerpt)) => {
-                                alone.excerpt = excerpt;
-                                true
+                                Some(Some(std::mem::replace(&mut alone.excerpt, excerpt)))
                             }
-                            Some(EarlyLink::Alone) => true,
-                            Some(EarlyLink::Failed) | None => false,
+                            Some(EarlyLink::Alone) => Some(None),
+                            Some(EarlyLink::Failed) | None => None,
                         };
-                        (alone, early_done)
+                        let linked = replaced.zip(early).map(|(replaced, early)| {
+                            // Kept only while a name is pending ([`LinkedEarly::replaced`]).
+                            let replaced = replaced.filter(|_| !early.pending.is_empty());
+                            LinkedEarly {
+                                pending: early.pending,
+                                replaced: replaced.is_some(),
+                                alone: replaced.flatten(),
+                            }
+                        });
+                        (alone, linked)
                     }));
                     let function = chunk.function.clone();
                     let result = match result {
-                        Ok((linted, early_done)) => {
+                        Ok((linted, early_link)) => {
                             if !linted.shares {
                                 found.private(index);
                             }
                             let offered = (index, chunk, reserved);
                             let (calls, shares) = (linted.calls, linted.shares);
-                            let calls = (calls, early_done);
+                            let calls = (calls, early_link);
                             let text = keep.offer(offered, at, calls, shares, found);
                             if let Some(text) = text {
                                 let _ = recycle.send(text);
@@ -354,7 +364,7 @@ impl Keep {
         &self,
         (index, chunk, reserved): (usize, SassChunk, Reserved),
         at: Excerpt,
-        (calls, linked): (Vec<String>, bool),
+        (calls, linked): (Vec<String>, Option<LinkedEarly>),
         shares: bool,
         found: &Found,
     ) -> Option<String> {
@@ -478,6 +488,10 @@ fn kept_view(index: usize, chunk: &SassChunk) -> Kept<'_> {
 struct Early {
     direct: Vec<usize>,
     calls: HashMap<usize, Vec<usize>>,
+    /// The names it calls that no function read before it has (in this architecture and
+    /// binary): the link stands only if none of them names a function that changes what the
+    /// caller shows, which [`follow_calls`] finds out once the whole listing is read.
+    pending: Vec<String>,
 }
 
 /// What [`Keep::link_early`] did with a caller.
@@ -520,6 +534,11 @@ struct Resolved {
     direct: Vec<usize>,
     /// Whether each of its calls worth following names one of them whose calls do too.
     complete: bool,
+    /// Whether each of `direct` calls, in turn, only functions kept before it, which do too.
+    direct_complete: bool,
+    /// Its calls worth following that name no function kept before it: functions that come
+    /// later (the compiler's numbered helper copies often do), or none of the listing.
+    pending: Vec<String>,
     /// Whether it makes a call worth following ([`linking::worth_following`]): keeping NCCL's
     /// kernels for their calls of `__assertfail` and of the 64-bit division helpers filled the
     /// budget.
@@ -537,8 +556,10 @@ impl Seen {
         let text = chunk.format == SassFormat::NvdisasmText && chunk.invalid_utf8.is_none();
         let resolved = text.then(|| self.resolve(own, chunk.arch, chunk.binary.as_ref()));
         let early = resolved.as_ref().and_then(|r| self.early(own.len(), r));
-        // A caller linked at once is not linted again: kept only if a call may name it.
-        let calls = early.is_none() && resolved.as_ref().is_some_and(|r| r.calls);
+        // A caller linked at once is not linted again, unless a name it calls was not read yet:
+        // otherwise kept only if a call may name it.
+        let again = early.as_ref().is_none_or(|e| !e.pending.is_empty());
+        let calls = again && resolved.as_ref().is_some_and(|r| r.calls);
         let reserved = keep.reserve(chunk, calls);
         if let (Reserved::Kept, Some(resolved)) = (reserved, resolved) {
             self.known.insert(index, (own.len(), resolved.direct, resolved.complete));
@@ -559,25 +580,35 @@ impl Seen {
         let mut names: Vec<&str> = linking::named_calls(own).collect();
         names.sort_unstable();
         names.dedup();
-        let mut resolved = Resolved { direct: Vec::new(), complete: true, calls: false };
+        let mut resolved = Resolved {
+            direct: Vec::new(),
+            complete: true,
+            direct_complete: true,
+            pending: Vec::new(),
+            calls: false,
+        };
         for name in names {
             let following = linking::worth_following(name);
             resolved.calls |= following;
             match self.by_key.get(&(name.to_owned(), arch, binary.cloned())) {
                 Some(&k) => {
                     resolved.direct.push(k);
-                    resolved.complete &= self.known[&k].2;
+                    resolved.direct_complete &= self.known[&k].2;
                 }
-                None => resolved.complete &= !following,
+                None if following => resolved.pending.push(name.to_owned()),
+                None => {}
             }
         }
+        resolved.complete = resolved.direct_complete && resolved.pending.is_empty();
         resolved
     }
 
     /// Whether a function of `own` bytes whose calls are `resolved` is linked with its callees
-    /// at once, and with which: when all it calls was kept before it, and the budget allows.
+    /// at once, and with which: when what it calls among the functions kept before it calls
+    /// only such functions too, and the budget allows. Calls of names not read yet are left
+    /// pending ([`Early::pending`]).
     fn early(&mut self, own: usize, resolved: &Resolved) -> Option<Early> {
-        if !resolved.complete || !resolved.calls || resolved.direct.is_empty() {
+        if !resolved.direct_complete || !resolved.calls || resolved.direct.is_empty() {
             return None;
         }
         let calls_of = |k: usize| self.known[&k].1.as_slice();
@@ -591,7 +622,8 @@ impl Seen {
         }
         self.spent += cost;
         let calls = closure.iter().map(|&k| (k, self.known[&k].1.clone())).collect();
-        Some(Early { direct: resolved.direct.clone(), calls })
+        let pending = resolved.pending.clone();
+        Some(Early { direct: resolved.direct.clone(), calls, pending })
     }
 }
 
@@ -663,7 +695,7 @@ pub(crate) fn lint_mapped(
                         let linted = lint_text_chunk(&chunk, at, settings);
                         if !linted.calls.is_empty() {
                             let names = linted.calls;
-                            let caller = Caller { index, names, unkept: None, linked: false };
+                            let caller = Caller { index, names, unkept: None, linked: None };
                             found.calls.lock().unwrap_or_else(PoisonError::into_inner).push(caller);
                         }
                         if !linted.shares {
@@ -772,8 +804,21 @@ struct Caller {
     /// function): what [`follow_calls`] says about it.
     unkept: Option<Unkept>,
     /// Linted with its callees already, as it was read ([`Keep::link_early`]): not linted
-    /// again, but the functions that call it follow its calls.
-    linked: bool,
+    /// again unless a name it calls that was not read then names a function that changes what
+    /// it shows, but the functions that call it follow its calls.
+    linked: Option<LinkedEarly>,
+}
+
+/// A caller linked with its callees as it was read ([`Keep::link_early`]).
+struct LinkedEarly {
+    /// The names it calls that were not read yet ([`Early::pending`]).
+    pending: Vec<String>,
+    /// Whether the link's findings replaced those of linting it alone while names are
+    /// pending: if one of them names a function that matters and the caller is not linted
+    /// again with it, those of linting it alone (`alone`) are its findings again, as when it
+    /// is not linked at all.
+    replaced: bool,
+    alone: Option<Excerpted>,
 }
 
 /// A function that calls others by name and whose text was not kept.
@@ -849,37 +894,57 @@ fn follow_calls(
     // Callers linked with their callees as they were read ([`Keep::link_early`]), by position:
     // the closures of those that call them still go through them.
     let mut linked_early: std::collections::HashSet<usize> = std::collections::HashSet::new();
+    // Whether a function of that key may change what its callers show: one that touches memory
+    // other threads see, orders it or calls others, or one that was not kept.
+    let matters = |k: &Key| {
+        left_out(k)
+            || by_name.get(k).is_some_and(|found| {
+                found.iter().any(|&p| private.binary_search(&kept[p].index).is_err())
+            })
+    };
+    // Callers linked as they were read whose link does not stand (a name not read then
+    // matters), with what linting them alone gave: theirs again unless linted again below.
+    let mut fall_back: Vec<(usize, Option<Excerpted>)> = Vec::new();
     for caller in calls {
-        let Some(p) = position(caller.index) else {
-            if caller.linked {
-                continue;
+        let (arch, binary) = match position(caller.index) {
+            Some(p) => (keys[p].1, keys[p].2.clone()),
+            None => match &caller.unkept {
+                Some(unkept) => (unkept.arch, unkept.binary.clone()),
+                None => continue,
+            },
+        };
+        let key = |name: &str| (name.to_owned(), arch, binary.clone());
+        // A caller linked as it was read stands unless a name that was not read then names a
+        // function that matters.
+        let stands = match caller.linked {
+            Some(linked) if linked.pending.iter().any(|name| matters(&key(name))) => {
+                if linked.replaced {
+                    fall_back.push((caller.index, linked.alone));
+                }
+                false
             }
+            Some(_) => true,
+            None => false,
+        };
+        let Some(p) = position(caller.index) else {
             // Not kept: it is left out only if it names a function of the listing that could
-            // change what it shows (one that touches memory other threads see, or calls).
-            let Some(unkept) = caller.unkept else { continue };
-            let names = |k: &Key| {
-                left_out(k)
-                    || by_name.get(k).is_some_and(|found| {
-                        found.iter().any(|&p| private.binary_search(&kept[p].index).is_err())
-                    })
-            };
-            let key = |name| (name, unkept.arch, unkept.binary.clone());
-            if caller.names.into_iter().any(|name| names(&key(name))) {
+            // change what it shows.
+            let Some(unkept) = caller.unkept.filter(|_| !stands) else { continue };
+            if caller.names.iter().any(|name| matters(&key(name))) {
                 let why = NotFollowed::CallerNotKept(kept_text);
                 incomplete.push((caller.index, unkept.function, unkept.base, why));
             }
             continue;
         };
-        if caller.linked {
+        if stands {
             linked_early.insert(p);
         }
-        let (_, arch, binary) = &keys[p];
         let mut missing = false;
         let resolved: Vec<usize> = caller
             .names
-            .into_iter()
+            .iter()
             .filter_map(|name| {
-                let key = (name, *arch, binary.clone());
+                let key = key(name);
                 missing |= left_out(&key);
                 let found = by_name.get(&key)?;
                 found.iter().copied().filter(|&k| k != p).min_by_key(|&k| k.abs_diff(p))
@@ -970,8 +1035,18 @@ fn follow_calls(
     });
     // The callers' findings replace those of linting them alone (`linked_again` is sorted).
     let mut excerpts = found.excerpts.lock().unwrap_or_else(PoisonError::into_inner);
-    excerpts.retain(|(index, _)| linked_again.binary_search(index).is_err());
+    // Callers whose link as they were read did not stand and that were not linted again give
+    // what they gave alone.
+    fall_back.retain(|(index, _)| linked_again.binary_search(index).is_err());
+    fall_back.sort_unstable_by_key(|(index, _)| *index);
+    let replaced = |index: &usize| {
+        linked_again.binary_search(index).is_ok()
+            || fall_back.binary_search_by_key(index, |(at, _)| *at).is_ok()
+    };
+    excerpts.retain(|(index, _)| !replaced(index));
     excerpts.extend(relinted.into_inner().unwrap_or_else(PoisonError::into_inner));
+    let alone = fall_back.into_iter().filter_map(|(index, alone)| Some((index, alone?)));
+    excerpts.extend(alone);
     // The callers left out keep what linting them alone gave, and say so.
     let mut at_index: HashMap<usize, usize> =
         excerpts.iter().enumerate().map(|(at, (index, _))| (*index, at)).collect();

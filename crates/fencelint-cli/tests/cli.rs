@@ -782,27 +782,30 @@ fn a_piped_listing_past_its_budget_says_which_calls_were_not_followed() {
     assert!(found.iter().all(|(_, severity, _)| severity == "error"), "{found:?}");
 }
 
-/// A piped listing whose callers come after the functions they call (as in the `sm_80` listing
-/// of NCCL, whose helpers `__cuda_sm70_warpsync` and the like come first) links each caller
-/// with its callees as soon as it is read, without keeping the caller's text for the end: with
-/// room for the callee's text alone, every kernel has its finding (each said its calls were not
-/// followed before), the findings are those of the file, and the same on every run.
-/// (Hand-written nvdisasm text: a function `d` that waits on a flag with a relaxed load, then
-/// twelve kernels `k{i}` that call it and read data.)
-#[test]
-fn a_piped_listing_links_callers_whose_callees_came_first() {
+/// Writes the lines nvdisasm prints before the code of function `name` (hand-written listings).
+fn nvdisasm_header(text: &mut String, name: &str, other: &str) {
+    use std::fmt::Write as _;
+    write!(
+        text,
+        "//--------------------- .text.{name} --------------------------\n\
+         \t.section\t.text.{name},\"ax\",@progbits\n\
+         \x20       .other          {name},@\"{other}\"\n.text.{name}:\n{name}:\n"
+    )
+    .unwrap();
+}
+
+/// How many kernels the listings of [`waits_then_kernels`] have.
+const KERNELS: usize = 12;
+
+/// A hand-written `sm_90a` nvdisasm listing: a function `d` that waits on a flag with a relaxed
+/// load, then [`KERNELS`] kernels `k{i}` that (after a wait of their own, with `own_wait`) call
+/// it, then each function of `called_after`, and read data; then the functions of
+/// `called_after`, each one instruction before its `RET`. Returns the listing and the length of
+/// `d`'s part.
+fn waits_then_kernels(called_after: &[(&str, &str)], own_wait: bool) -> (String, usize) {
     use std::fmt::Write as _;
     let mut text = String::from("\t.target\tsm_90a\n\n");
-    let header = |text: &mut String, name: &str, other: &str| {
-        write!(
-            text,
-            "//--------------------- .text.{name} --------------------------\n\
-             \t.section\t.text.{name},\"ax\",@progbits\n\
-             \x20       .other          {name},@\"{other}\"\n.text.{name}:\n{name}:\n"
-        )
-        .unwrap();
-    };
-    header(&mut text, "d", "STV_DEFAULT");
+    nvdisasm_header(&mut text, "d", "STV_DEFAULT");
     text.push_str(
         ".L_w:\n\
          \x20       /*0000*/                   LDG.E.STRONG.GPU R4, desc[UR4][R2.64] ;\n\
@@ -811,45 +814,142 @@ fn a_piped_listing_links_callers_whose_callees_came_first() {
          \x20       /*0030*/                   RET.ABS.NODEC R20 0x0 ;\n\n",
     );
     let callee = text.len();
-    let kernels = 12;
-    for i in 0..kernels {
-        header(&mut text, &format!("k{i}"), "STO_CUDA_ENTRY STV_DEFAULT");
-        text.push_str(
-            "        /*0000*/                   CALL.ABS.NOINC `(d) ;\n\
-             \x20       /*0010*/                   LDG.E R6, desc[UR4][R8.64] ;\n\
-             \x20       /*0020*/                   EXIT ;\n\n",
-        );
+    for i in 0..KERNELS {
+        nvdisasm_header(&mut text, &format!("k{i}"), "STO_CUDA_ENTRY STV_DEFAULT");
+        let mut address = 0;
+        if own_wait {
+            write!(
+                text,
+                ".L_k{i}:\n\
+                 \x20       /*0000*/                   LDG.E.STRONG.GPU R10, desc[UR4][R12.64] ;\n\
+                 \x20       /*0010*/                   ISETP.EQ.AND P1, PT, R10, RZ, PT ;\n\
+                 \x20       /*0020*/              @P1 BRA `(.L_k{i}) ;\n"
+            )
+            .unwrap();
+            address = 0x30;
+        }
+        writeln!(text, "        /*{address:04x}*/                   CALL.ABS.NOINC `(d) ;")
+            .unwrap();
+        address += 0x10;
+        for (name, _) in called_after {
+            writeln!(
+                text,
+                "        /*{address:04x}*/                   CALL.ABS.NOINC `({name}) ;"
+            )
+            .unwrap();
+            address += 0x10;
+        }
+        write!(
+            text,
+            "        /*{:04x}*/                   LDG.E R6, desc[UR4][R8.64] ;\n\
+             \x20       /*{:04x}*/                   EXIT ;\n\n",
+            address,
+            address + 0x10
+        )
+        .unwrap();
     }
-    let rules = |out: &std::process::Output| -> Vec<(String, String)> {
-        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let mut found: Vec<(String, String)> = doc["diagnostics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| {
-                let text = |key: &str| d[key].as_str().unwrap_or_default().to_owned();
-                (text("kernel"), text("rule"))
-            })
-            .collect();
-        found.sort();
-        found
-    };
+    for (name, code) in called_after {
+        nvdisasm_header(&mut text, name, "STV_DEFAULT");
+        write!(
+            text,
+            "        /*0000*/                   {code} ;\n\
+             \x20       /*0010*/                   RET.ABS.NODEC R20 0x0 ;\n\n"
+        )
+        .unwrap();
+    }
+    (text, callee)
+}
+
+/// (kernel, rule) of each diagnostic of a `--format json` output, sorted.
+fn kernel_rules(out: &std::process::Output) -> Vec<(String, String)> {
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut found: Vec<(String, String)> = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let text = |key: &str| d[key].as_str().unwrap_or_default().to_owned();
+            (text("kernel"), text("rule"))
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// Each kernel of [`waits_then_kernels`] with `rule`, sorted.
+fn each_kernel(rule: &str) -> Vec<(String, String)> {
+    let mut all: Vec<(String, String)> =
+        (0..KERNELS).map(|i| (format!("k{i}"), rule.to_owned())).collect();
+    all.sort();
+    all
+}
+
+/// The findings of `text` read whole from a file.
+fn file_kernel_rules(text: &str) -> Vec<(String, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("listing.sass");
+    fs::write(&path, text).unwrap();
+    kernel_rules(&common::command(&["check", "--format", "json"]).arg(&path).output().unwrap())
+}
+
+/// A piped listing whose callers come after the functions they call (as in the `sm_80` listing
+/// of NCCL, whose helpers `__cuda_sm70_warpsync` and the like come first) links each caller
+/// with its callees as soon as it is read, without keeping the caller's text for the end: with
+/// room for the callee's text alone, every kernel has its finding (each said its calls were not
+/// followed before), the findings are those of the file, and the same on every run.
+#[test]
+fn a_piped_listing_links_callers_whose_callees_came_first() {
+    let (text, callee) = waits_then_kernels(&[], false);
     // Room for `d`'s text and a little more: no kernel can be kept to be linted again.
     let kept = (callee + 200).to_string();
     let env = [("FENCELINT_STREAM_MIN", "1"), ("FENCELINT_PIPE_KEEP", kept.as_str())];
     let piped = check_piped_as("-", &env, &[], text.clone().into_bytes());
-    let mut expected: Vec<(String, String)> =
-        (0..kernels).map(|i| (format!("k{i}"), "spin-poll-without-acquire".to_owned())).collect();
-    expected.sort();
-    assert_eq!(rules(&piped), expected, "{}", String::from_utf8_lossy(&piped.stdout));
+    let expected = each_kernel("spin-poll-without-acquire");
+    assert_eq!(kernel_rules(&piped), expected, "{}", String::from_utf8_lossy(&piped.stdout));
     let again = check_piped_as("-", &env, &[], text.clone().into_bytes());
     assert_eq!(again.stdout, piped.stdout, "the same input, the same output");
     // The file, read whole, gives the same findings.
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("listing.sass");
-    fs::write(&path, &text).unwrap();
-    let file = common::command(&["check", "--format", "json"]).arg(&path).output().unwrap();
-    assert_eq!(rules(&file), expected);
+    assert_eq!(file_kernel_rules(&text), expected);
+}
+
+/// A piped caller that also calls a function read after it (the numbered copies of the
+/// compiler's division helpers come after NCCL's `sm_80` kernels) is linked with what came
+/// before as it is read. The link stands when the later function cannot change what the
+/// caller shows (arithmetic alone): every kernel has its finding and says nothing of calls
+/// not followed (each said its calls were not followed before). When the later function
+/// fences, a caller that was kept is linted again with it (no finding, as from the file, where
+/// the link with the earlier function alone has one when the kernel waits itself too), and one
+/// that was not kept gives what it gives alone and says that its calls were not followed.
+#[test]
+fn a_piped_caller_of_a_function_read_later_is_linked_with_what_came_before() {
+    let piped = |text: &str, kept: usize| {
+        let kept = kept.to_string();
+        let env = [("FENCELINT_STREAM_MIN", "1"), ("FENCELINT_PIPE_KEEP", kept.as_str())];
+        let out = check_piped_as("-", &env, &[], text.as_bytes().to_vec());
+        let again = check_piped_as("-", &env, &[], text.as_bytes().to_vec());
+        assert_eq!(again.stdout, out.stdout, "the same input, the same output");
+        kernel_rules(&out)
+    };
+    let (text, callee) = waits_then_kernels(&[("h", "IMAD.MOV.U32 R4, RZ, RZ, R5")], false);
+    let expected = each_kernel("spin-poll-without-acquire");
+    // Room for `d` alone, and room for everything.
+    assert_eq!(piped(&text, callee + 200), expected, "{text}");
+    assert_eq!(piped(&text, 10 * text.len()), expected);
+    assert_eq!(file_kernel_rules(&text), expected);
+
+    let fences = [("h", "MEMBAR.SC.GPU")];
+    let (text, callee) = waits_then_kernels(&fences, false);
+    assert_eq!(file_kernel_rules(&text), []);
+    assert_eq!(piped(&text, 10 * text.len()), []);
+    assert_eq!(piped(&text, callee + 200), each_kernel("analysis-incomplete"));
+
+    let (text, callee) = waits_then_kernels(&fences, true);
+    assert_eq!(file_kernel_rules(&text), []);
+    assert_eq!(piped(&text, 10 * text.len()), []);
+    let mut alone = each_kernel("analysis-incomplete");
+    alone.extend(each_kernel("spin-poll-without-acquire"));
+    alone.sort();
+    assert_eq!(piped(&text, callee + 200), alone);
 }
 
 /// A listing for an architecture newer than any whose SASS has been checked is linted, with a
