@@ -139,8 +139,11 @@ impl Baseline {
     fn from_entries(entries: Vec<Entry>) -> Self {
         let mut counts: BTreeMap<Key, BTreeMap<Option<String>, usize>> = BTreeMap::new();
         for entry in entries {
+            // Findings name C++ kernels demangled; baselines written from listings and PTX
+            // before they did named them as written, and still match.
+            let kernel = entry.kernel.map(|k| super::binary::readable_kernel(&k).unwrap_or(k));
             *counts
-                .entry((entry.rule, entry.kernel, entry.fingerprint))
+                .entry((entry.rule, kernel, entry.fingerprint))
                 .or_default()
                 .entry(entry.anchor)
                 .or_insert(0) += entry.count;

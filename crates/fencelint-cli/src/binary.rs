@@ -1653,21 +1653,34 @@ fn finding(
     companion: Option<Arc<Companion>>,
 ) -> Finding {
     let snippets = snippets::cut(text, Excerpt::default(), PLACEHOLDER, &mut diagnostics);
-    for diagnostic in &mut diagnostics {
-        if let Some(kernel) = &diagnostic.kernel
-            && kernel.starts_with("_Z")
-            && let Some(readable) = demangle(kernel)
-        {
-            diagnostic.message = diagnostic.message.replace(kernel.as_str(), &readable);
-            diagnostic.kernel = Some(readable);
-        }
-    }
     Finding { name, unit: unit.to_owned(), snippets, diagnostics, companion }
 }
 
 /// Demangles an Itanium C++ name (`_Z…`), or `None` if it is not one. A `$N` suffix (the copy
 /// of a function that a separately compiled cubin holds under a name of its own,
 /// `_Z21wait_relaxed_and_readPKjPKf$1`) stays after the demangled name.
+/// Names each diagnostic's kernel readably: an Itanium C++ name ([`demangle`]) becomes the
+/// demangled one, in the `kernel` field and in the message, which may quote it. Done once for
+/// every input (listings, PTX and binaries alike) after `fencelint.toml`'s `[[ignore]]` entries
+/// have seen the name as written; fingerprints were made from that name and do not change.
+pub(crate) fn demangle_kernels(diagnostics: &mut [Diagnostic]) {
+    // Each name once: a large listing has thousands of findings in hundreds of kernels.
+    let mut readable: HashMap<String, Option<String>> = HashMap::new();
+    for diagnostic in diagnostics {
+        let Some(kernel) = &diagnostic.kernel else { continue };
+        let name = readable.entry(kernel.clone()).or_insert_with(|| readable_kernel(kernel));
+        if let Some(name) = name {
+            diagnostic.message = diagnostic.message.replace(kernel.as_str(), name);
+            diagnostic.kernel = Some(name.clone());
+        }
+    }
+}
+
+/// The demangled name of `kernel` when it is a mangled C++ name (`_Z…`), else `None`.
+pub(crate) fn readable_kernel(kernel: &str) -> Option<String> {
+    if kernel.starts_with("_Z") { demangle(kernel) } else { None }
+}
+
 pub(crate) fn demangle(name: &str) -> Option<String> {
     let demangle = |name: &str| cpp_demangle::Symbol::new(name.as_bytes()).ok()?.demangle().ok();
     demangle(name).or_else(|| {

@@ -373,6 +373,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     }
     fencelint_diagnostics::sort(&mut diagnostics);
     let n_ignored = config.filter(&db, &mut diagnostics);
+    binary::demangle_kernels(&mut diagnostics);
     let baseline = match &args.write_baseline {
         Some(path) => {
             let written = baseline::build(&db, &diagnostics);

@@ -554,3 +554,59 @@ fn config_sources_drop_findings_by_the_file_of_their_code() {
     let kept = check("[[ignore]]\nsources = [\"fixtures/kernels/**\"]\n");
     assert_eq!(stdout(&kept).lines().count(), 2, "{}", stdout(&kept));
 }
+
+/// A C++ function of a listing (nvdisasm names it `_Z21wait_relaxed_and_readPKjPKf`) is named
+/// demangled in the findings, as a binary's are, in the `kernel` field and in a message that
+/// quotes it; `[[ignore]]` still matches the name as written, and a baseline written when
+/// findings named it as written still hides them. (The compiled listing, with one caller
+/// renamed as C++ would name it, so that the note on its calls quotes a mangled name.)
+#[test]
+fn cpp_kernels_of_a_listing_are_named_demangled() {
+    const LISTING: &str = "fixtures/compiled/sm_120/noinline_poll.rdc.nvdisasm.sass";
+    const MANGLED: &str = "_Z21wait_relaxed_and_readPKjPKf";
+    const READABLE: &str = "wait_relaxed_and_read(unsigned int const*, float const*)";
+    let dir = tempfile::tempdir().unwrap();
+    let listing = fs::read_to_string(repo().join(LISTING)).unwrap();
+    let caller = "call_wait_and_read_twice";
+    assert!(listing.contains(caller));
+    let listing = listing.replace(caller, &format!("_Z{}{caller}v", caller.len()));
+    fs::write(dir.path().join("k.sass"), listing).unwrap();
+    let check = |args: &[&str], env: &[(&str, &str)]| {
+        Command::new(env!("CARGO_BIN_EXE_fencelint"))
+            .arg("check")
+            .args(args)
+            .arg("k.sass")
+            .envs(env.iter().copied())
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let json = ["--format", "json"];
+    let found = findings(&check(&json, &[]));
+    let kernels: Vec<&str> = found.iter().map(|(_, kernel, _)| kernel.as_str()).collect();
+    assert!(kernels.contains(&READABLE), "{kernels:?}");
+    assert!(kernels.iter().all(|k| !k.starts_with("_Z")), "{kernels:?}");
+    // The note on the renamed caller's calls (streamed, with no budget to follow them).
+    let streamed = [("FENCELINT_STREAM_MIN", "1"), ("FENCELINT_LINKED_BUDGET", "0")];
+    let text = stdout(&check(&json, &streamed));
+    assert!(text.contains(&format!("the calls of `{caller}()` to other")), "{text}");
+    assert!(!text.contains("_Z"), "{text}");
+
+    // `[[ignore]]` by the name as written.
+    let config = format!("[[ignore]]\nkernels = [\"{MANGLED}*\"]\n");
+    fs::write(dir.path().join("fencelint.toml"), config).unwrap();
+    let found = findings(&check(&json, &[]));
+    assert!(found.iter().all(|(_, kernel, _)| !kernel.starts_with("wait_relaxed")), "{found:?}");
+    fs::remove_file(dir.path().join("fencelint.toml")).unwrap();
+
+    // A baseline of this run, then the same with the kernels named as written.
+    let out = check(&["--write-baseline", "b.json"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let written = fs::read_to_string(dir.path().join("b.json")).unwrap();
+    assert!(written.contains(READABLE) && !written.contains(MANGLED), "{written}");
+    let old = written.replace(READABLE, MANGLED);
+    fs::write(dir.path().join("old.json"), old).unwrap();
+    let out = check(&["--format", "json", "--baseline", "old.json"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(findings(&out).is_empty(), "{}", stdout(&out));
+}
