@@ -13,7 +13,7 @@
 //! (`ptxas-reordered-across-wait`) against that PTX, with the ptxas version from the cubin's
 //! `.note.nv.tkinfo` note.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -197,26 +197,79 @@ struct UnitOutput {
     /// The architectures the listing names (`.target`, `code for`), which the name of a bare
     /// cubin need not.
     archs: Vec<Arch>,
-    /// The functions linted alone that call others by name, and the names ([`UnfollowedCalls`]).
-    unfollowed: (usize, BTreeSet<String>),
+    /// The calls by name that were not followed, and what the copies of functions that share
+    /// a name do ([`UnfollowedCalls`]).
+    unfollowed: Unfollowed,
     /// The calls that name no callee ([`BinaryOutput::unnamed_calls`]).
     unnamed_calls: fencelint_linter::UnnamedCalls,
 }
 
+/// What a cubin's parts did not follow, gathered until all are linted ([`UnfollowedCalls`]).
+#[derive(Default)]
+struct Unfollowed {
+    /// For each function whose calls by name fell through, the names.
+    functions: Vec<BTreeSet<String>>,
+    /// For each name that several of the cubin's functions share ([`Linkable::shared`]): how
+    /// many of its copies were linted alone and touch no memory other threads see, order none
+    /// and call no function.
+    idle_copies: BTreeMap<String, usize>,
+}
+
+impl Unfollowed {
+    fn add(&mut self, other: Unfollowed) {
+        self.functions.extend(other.functions);
+        for (name, idle) in other.idle_copies {
+            *self.idle_copies.entry(name).or_default() += idle;
+        }
+    }
+
+    /// The functions that make calls worth saying, and the names those calls give: a call of a
+    /// copy of a shared name is not, when every copy of that name was linted and none touches
+    /// memory other threads see, orders it or calls another function (the compiler's division
+    /// helpers): following it could not change what the caller shows.
+    fn to_say(&self, linkable: &Linkable) -> (usize, BTreeSet<String>) {
+        let idle = |callee: &String| {
+            linkable.shared_name(callee).is_some_and(|name| {
+                self.idle_copies
+                    .get(name)
+                    .is_some_and(|idle| Some(idle) == linkable.shared.get(name))
+            })
+        };
+        let mut functions = 0;
+        let mut callees = BTreeSet::new();
+        for names in &self.functions {
+            let mut any = false;
+            for name in names.iter().filter(|name| !idle(name)) {
+                any = true;
+                callees.insert(name.clone());
+            }
+            functions += usize::from(any);
+        }
+        (functions, callees)
+    }
+}
+
 impl UnitOutput {
-    /// Counts a function whose calls by name of `external` functions fell through: those worth
+    /// Records a function whose calls by name of `external` functions fell through: those worth
     /// following that are not held.
     fn calls_not_followed(&mut self, external: Vec<String>, held: Option<&Callees>) {
-        let mut any = false;
-        for name in external {
-            if linking::worth_following(&name)
-                && held.is_none_or(|c| !c.by_name.contains_key(&name))
-            {
-                any = true;
-                self.unfollowed.1.insert(name);
-            }
+        let names: BTreeSet<String> = external
+            .into_iter()
+            .filter(|name| {
+                linking::worth_following(name) && held.is_none_or(|c| !c.by_name.contains_key(name))
+            })
+            .collect();
+        if !names.is_empty() {
+            self.unfollowed.functions.push(names);
         }
-        self.unfollowed.0 += usize::from(any);
+    }
+
+    /// Records what a copy of the shared name `name` does: whether it `matters` (touches memory
+    /// other threads see, orders it or calls another function, as far as is known).
+    fn copy_linted(&mut self, name: &str, matters: bool) {
+        if !matters {
+            *self.unfollowed.idle_copies.entry(name.to_owned()).or_default() += 1;
+        }
     }
 
     fn saw(&mut self, chunk: &SassChunk) {
@@ -375,6 +428,8 @@ pub(crate) fn lint_binaries(
     }
     progress.bar.finish_and_clear();
 
+    // For each cubin (by `Unit::whole`): its binary, its label and what its parts did not follow.
+    let mut unfollowed: BTreeMap<usize, (usize, String, Unfollowed)> = BTreeMap::new();
     for (unit, result) in units.iter().zip(results) {
         let result = result.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
         let Some(result) = result else { continue };
@@ -393,29 +448,20 @@ pub(crate) fn lint_binaries(
         output.functions += result.functions;
         output.findings.extend(result.findings);
         output.unnamed_calls.add(result.unnamed_calls);
-        let (functions, callees) = result.unfollowed;
-        if functions > 0 {
-            let cubin = unit_label(&inputs[unit.binary].1, unit);
-            let known = output.unfollowed.iter().position(|u| u.cubin == cubin);
-            let known = known.unwrap_or_else(|| {
-                output.unfollowed.push(UnfollowedCalls {
-                    cubin,
-                    functions: 0,
-                    callees: BTreeSet::new(),
-                    reason: String::new(),
-                });
-                output.unfollowed.len() - 1
-            });
-            let known = &mut output.unfollowed[known];
-            known.functions += functions;
-            known.callees.extend(callees);
-            // Said for all the callees of the cubin's parts.
-            if let Some(linked) = cubins[unit.whole].get() {
-                known.reason = unfollowed_reason(linked.held, &linked.linkable, &known.callees);
-            }
-        }
+        // Gathered over the cubin's parts, said once all are linted.
+        let label =
+            || (unit.binary, unit_label(&inputs[unit.binary].1, unit), Unfollowed::default());
+        unfollowed.entry(unit.whole).or_insert_with(label).2.add(result.unfollowed);
         if let Some(error) = result.error {
             output.errors.push(error);
+        }
+    }
+    for (whole, (binary, cubin, calls)) in unfollowed {
+        let Some(linked) = cubins[whole].get() else { continue };
+        let (functions, callees) = calls.to_say(&linked.linkable);
+        if functions > 0 {
+            let reason = unfollowed_reason(linked.held, &linked.linkable, &callees);
+            outputs[binary].unfollowed.push(UnfollowedCalls { cubin, functions, callees, reason });
         }
     }
     // Parse errors in a cubin's own PTX: the pair rules may have missed something there.
@@ -911,7 +957,7 @@ fn lint_unit(
         error: None,
         functions: 0,
         archs: Vec::new(),
-        unfollowed: (0, BTreeSet::new()),
+        unfollowed: Unfollowed::default(),
         unnamed_calls: fencelint_linter::UnnamedCalls::default(),
     };
     let Some(path) = &unit.path else {
@@ -985,6 +1031,9 @@ fn lint_unit(
                 let (_, external) =
                     lint_linked(&parts, &label, settings, companion, output, Some(&shown));
                 output.functions += 1;
+                if let Some(name) = cubin.linkable.shared_name(&chunk.function) {
+                    output.copy_linted(name, true);
+                }
                 // Calls of functions that are not held, from the function or its callees.
                 output.calls_not_followed(external, Some(callees));
                 return;
@@ -995,16 +1044,21 @@ fn lint_unit(
         }
         // A held function that calls no other held one (or whose calls the budget leaves out)
         // was linted alone already if a caller asked ([`Callees::shows_alone`]).
-        let (functions, mut diagnostics, external) =
+        let (functions, mut diagnostics, external, shares) =
             if let (Some(callees), Some(k)) = (callees, held) {
                 let lint = callees.alone(k, settings, companion);
                 output.unnamed_calls.add(lint.unnamed_calls);
-                (lint.functions, lint.diagnostics.clone(), lint.external_calls.clone())
+                let external = lint.external_calls.clone();
+                (lint.functions, lint.diagnostics.clone(), external, lint.shares_memory)
             } else {
                 let lint = lint_alone(chunk, settings, companion);
                 output.unnamed_calls.add(lint.unnamed_calls);
-                (lint.functions, lint.diagnostics, lint.external_calls)
+                (lint.functions, lint.diagnostics, lint.external_calls, lint.shares_memory)
             };
+        // What a copy of a shared name does decides whether calls of it are worth saying.
+        if let Some(name) = cubin.linkable.shared_name(&chunk.function) {
+            output.copy_linted(name, shares || !external.is_empty());
+        }
         // Calls of functions that are not held (a held one is followed where it matters).
         if not_followed.is_none() {
             output.calls_not_followed(external, callees.map(|c| &**c));
@@ -1157,23 +1211,29 @@ struct Cubin {
 struct Linkable {
     /// The code size of those to hold (0 when there are none, or they were not read).
     code: u64,
-    /// The names that several of them share: the compiler's helpers, one copy per section
-    /// (NCCL's `sm_80` cubin has 63 `__cuda_sm20_div_s64`). nvdisasm prints all copies but one
-    /// with a number of its own (`__cuda_sm20_div_s64__5`), in the calls too, which the cubin
-    /// does not hold: a call cannot be matched to its copy, and none of them is held.
-    shared: BTreeSet<String>,
+    /// The names that several of them share, each with its number of copies: the compiler's
+    /// helpers, one copy per section (NCCL's `sm_80` cubin has 63 `__cuda_sm20_div_s64`).
+    /// nvdisasm prints all copies but one with a number of its own (`__cuda_sm20_div_s64__5`),
+    /// in the calls too, which the cubin does not hold: a call cannot be matched to its copy,
+    /// and none of them is held.
+    shared: BTreeMap<String, usize>,
 }
 
 impl Linkable {
     /// Whether `callee`, as nvdisasm prints it, is a copy of a function whose name others
     /// share: the name itself, or the name and nvdisasm's number (`__cuda_sm20_div_s64__5`).
     fn is_shared(&self, callee: &str) -> bool {
-        self.shared.contains(callee)
-            || callee.rsplit_once("__").is_some_and(|(name, number)| {
-                !number.is_empty()
-                    && number.bytes().all(|b| b.is_ascii_digit())
-                    && self.shared.contains(name)
-            })
+        self.shared_name(callee).is_some()
+    }
+
+    /// The name that the copy `function` (as nvdisasm prints it) shares with others.
+    fn shared_name<'a>(&self, function: &'a str) -> Option<&'a str> {
+        if self.shared.contains_key(function) {
+            return Some(function);
+        }
+        let (name, number) = function.rsplit_once("__")?;
+        let numbered = !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit());
+        (numbered && self.shared.contains_key(name)).then_some(name)
     }
 }
 
@@ -1292,7 +1352,7 @@ fn linking(
         // Linted whole: nvdisasm numbers the copies that share a name alike in their headers
         // and in the calls, so every call is matched.
         let code = code_size(functions.iter().filter(|f| f.callable));
-        return (true, None, Linkable { code, shared: BTreeSet::new() });
+        return (true, None, Linkable { code, shared: BTreeMap::new() });
     }
     // The functions each function's relocations name (its calls by name), read before anything
     // is disassembled. The callable functions that some function names are the ones to hold:
@@ -1312,12 +1372,12 @@ fn linking(
     }
     let is_named =
         |f: &CodeFunction| f.callable && named.as_ref().is_none_or(|n| n.contains(&f.index));
-    let shared: BTreeSet<String> = functions
+    let shared: BTreeMap<String, usize> = functions
         .iter()
         .filter(|f| is_named(f) && count[f.name.as_str()] > 1)
-        .map(|f| f.name.clone())
+        .map(|f| (f.name.clone(), count[f.name.as_str()]))
         .collect();
-    let to_hold = |f: &CodeFunction| is_named(f) && !shared.contains(&f.name);
+    let to_hold = |f: &CodeFunction| is_named(f) && !shared.contains_key(&f.name);
     let code = code_size(functions.iter().filter(|f| to_hold(f)));
     let references = references.unwrap_or_else(|| vec![Vec::new(); functions.len()]);
     let functions: Vec<Planned> = functions
@@ -1749,6 +1809,72 @@ fn split_large_cubins(units: Vec<Unit>, parts: usize, min_size: u64) -> Vec<Unit
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A cubin with two copies of `__cuda_sm20_div_s64` (nvdisasm numbers the second) and
+    /// three of `helper`; `f` calls a copy of each, `g` the wait.
+    fn calls_of_copies() -> (Linkable, UnitOutput) {
+        let shared = [("__cuda_sm20_div_s64".to_owned(), 2), ("helper".to_owned(), 3)];
+        let linkable = Linkable { code: 0, shared: shared.into_iter().collect() };
+        let mut output = UnitOutput {
+            findings: Vec::new(),
+            error: None,
+            functions: 0,
+            archs: Vec::new(),
+            unfollowed: Unfollowed::default(),
+            unnamed_calls: fencelint_linter::UnnamedCalls::default(),
+        };
+        let f = ["__cuda_sm20_div_s64__1", "helper__2"].map(str::to_owned);
+        output.calls_not_followed(f.to_vec(), None);
+        output.calls_not_followed(vec!["wait".to_owned()], None);
+        (linkable, output)
+    }
+
+    #[test]
+    fn calls_of_copies_that_touch_nothing_are_not_said() {
+        let names = |callees: BTreeSet<String>| callees.into_iter().collect::<Vec<_>>();
+        // Every copy of both names linted, none touching shared memory: only `g` is said.
+        let (linkable, mut output) = calls_of_copies();
+        for copy in ["__cuda_sm20_div_s64", "__cuda_sm20_div_s64__1"] {
+            output.copy_linted(linkable.shared_name(copy).unwrap(), false);
+        }
+        for copy in ["helper", "helper__1", "helper__2"] {
+            output.copy_linted(linkable.shared_name(copy).unwrap(), false);
+        }
+        let (functions, callees) = output.unfollowed.to_say(&linkable);
+        assert_eq!((functions, names(callees)), (1, vec!["wait".to_owned()]));
+
+        // One copy of `helper` matters: `f`'s call of it is said.
+        let (linkable, mut output) = calls_of_copies();
+        output.copy_linted("__cuda_sm20_div_s64", false);
+        output.copy_linted("__cuda_sm20_div_s64", false);
+        output.copy_linted("helper", false);
+        output.copy_linted("helper", true);
+        output.copy_linted("helper", false);
+        let (functions, callees) = output.unfollowed.to_say(&linkable);
+        assert_eq!(names(callees), ["helper__2", "wait"]);
+        assert_eq!(functions, 2);
+
+        // A copy of `helper` was never linted (its part failed): said, as not known.
+        let (linkable, mut output) = calls_of_copies();
+        output.copy_linted("__cuda_sm20_div_s64", false);
+        output.copy_linted("__cuda_sm20_div_s64", false);
+        output.copy_linted("helper", false);
+        output.copy_linted("helper", false);
+        let (_, callees) = output.unfollowed.to_say(&linkable);
+        assert_eq!(names(callees), ["helper__2", "wait"]);
+
+        // Gathered over two parts, as a cubin linted in parts is.
+        let (linkable, mut first) = calls_of_copies();
+        let (_, mut second) = calls_of_copies();
+        first.copy_linted("__cuda_sm20_div_s64", false);
+        first.copy_linted("helper", false);
+        second.copy_linted("__cuda_sm20_div_s64", false);
+        second.copy_linted("helper", false);
+        second.copy_linted("helper", false);
+        first.unfollowed.add(second.unfollowed);
+        let (functions, callees) = first.unfollowed.to_say(&linkable);
+        assert_eq!((functions, names(callees)), (2, vec!["wait".to_owned()]));
+    }
 
     #[test]
     fn entry_numbers_come_from_before_the_architecture() {
