@@ -953,6 +953,140 @@ fn a_piped_caller_of_a_function_read_later_is_linked_with_what_came_before() {
     assert_eq!(piped(&text, callee + 200), alone);
 }
 
+/// A small deterministic generator (xorshift64*), so that the listings below are the same on
+/// every run.
+struct Xorshift(u64);
+
+impl Xorshift {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        let x = self.0.wrapping_mul(0x2545_f491_4f6c_dd1d);
+        usize::try_from(x >> 33).unwrap() % n
+    }
+}
+
+/// A hand-written `sm_90a` nvdisasm listing of functions in a random order: helpers `h{i}` that
+/// wait on a flag, fence or compute (some calling another helper first), and kernels `k{i}`
+/// that wait themselves or not, call some helpers and read data.
+fn random_call_graph(seed: u64) -> String {
+    use std::fmt::Write as _;
+    let mut rng = Xorshift(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let helpers = 1 + rng.below(5);
+    let kernels = 1 + rng.below(8);
+    let bodies = [
+        "LDG.E.STRONG.GPU R4, desc[UR4][R2.64] ;\nISETP.EQ.AND P0, PT, R4, RZ, PT ;\n@P0 BRA `(.L_{name}) ;",
+        "MEMBAR.SC.GPU ;",
+        "IMAD.MOV.U32 R4, RZ, RZ, R5 ;",
+    ];
+    // (name, kernel, own code, calls)
+    let mut functions: Vec<(String, bool, &str, Vec<String>)> = Vec::new();
+    for i in 0..helpers {
+        let body = bodies[rng.below(bodies.len())];
+        let other = rng.below(helpers);
+        let calls =
+            if rng.below(10) < 3 && other != i { vec![format!("h{other}")] } else { vec![] };
+        functions.push((format!("h{i}"), false, body, calls));
+    }
+    for i in 0..kernels {
+        let own = if rng.below(2) == 0 { bodies[0] } else { "" };
+        let mut calls: Vec<String> = Vec::new();
+        for _ in 0..=rng.below(3) {
+            let callee = format!("h{}", rng.below(helpers));
+            if !calls.contains(&callee) {
+                calls.push(callee);
+            }
+        }
+        functions.push((format!("k{i}"), true, own, calls));
+    }
+    for i in (1..functions.len()).rev() {
+        functions.swap(i, rng.below(i + 1));
+    }
+    let mut text = String::from("\t.target\tsm_90a\n\n");
+    for (name, kernel, own, calls) in &functions {
+        let other = if *kernel { "STO_CUDA_ENTRY STV_DEFAULT" } else { "STV_DEFAULT" };
+        nvdisasm_header(&mut text, name, other);
+        let mut lines: Vec<String> = Vec::new();
+        let own = own.replace("{name}", name);
+        let (wait, rest) = if *kernel { (own.as_str(), "") } else { ("", own.as_str()) };
+        if !wait.is_empty() {
+            writeln!(text, ".L_{name}:").unwrap();
+            lines.extend(wait.lines().map(str::to_owned));
+        }
+        lines.extend(calls.iter().map(|callee| format!("CALL.ABS.NOINC `({callee}) ;")));
+        if !rest.is_empty() {
+            if rest.contains(".L_") {
+                lines.push(format!("LABEL .L_{name}"));
+            }
+            lines.extend(rest.lines().map(str::to_owned));
+        }
+        if *kernel {
+            lines.extend(["LDG.E R6, desc[UR4][R8.64] ;".to_owned(), "EXIT ;".to_owned()]);
+        } else {
+            lines.push("RET.ABS.NODEC R20 0x0 ;".to_owned());
+        }
+        let mut address = 0;
+        for line in lines {
+            if let Some(label) = line.strip_prefix("LABEL ") {
+                writeln!(text, "{label}:").unwrap();
+                continue;
+            }
+            writeln!(text, "        /*{address:04x}*/                   {line}").unwrap();
+            address += 0x10;
+        }
+        text.push('\n');
+    }
+    text
+}
+
+/// Random call graphs (callers before and after their callees, helpers that wait, fence or
+/// only compute, chains of calls): a listing read whole, mapped and piped with room to keep
+/// it all gives the same findings; piped with little room, each kernel either has the findings
+/// of the whole listing or says that its calls were not followed.
+#[test]
+fn piped_mapped_and_whole_listings_agree_on_random_call_graphs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("listing.sass");
+    let file = |env: &[(&str, &str)]| {
+        let out = common::command(&["check", "--format", "json"])
+            .arg(&path)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        kernel_rules(&out)
+    };
+    let mut reported = 0;
+    for seed in 0..40 {
+        let text = random_call_graph(seed);
+        fs::write(&path, &text).unwrap();
+        let whole = file(&[]);
+        assert_eq!(file(&[("FENCELINT_STREAM_MIN", "1")]), whole, "seed {seed}:\n{text}");
+        for keep in [10 * text.len(), 200, 600, 1500] {
+            let keep_text = keep.to_string();
+            let env = [("FENCELINT_STREAM_MIN", "1"), ("FENCELINT_PIPE_KEEP", keep_text.as_str())];
+            let piped = kernel_rules(&check_piped_as("-", &env, &[], text.clone().into_bytes()));
+            if keep > text.len() {
+                assert_eq!(piped, whole, "seed {seed}:\n{text}");
+                continue;
+            }
+            let warned = |kernel: &str| {
+                piped.iter().any(|(k, rule)| k == kernel && rule == "analysis-incomplete")
+            };
+            let of = |found: &[(String, String)], kernel: &str| -> Vec<(String, String)> {
+                found.iter().filter(|(k, _)| k == kernel).cloned().collect()
+            };
+            for (kernel, _) in whole.iter().chain(&piped) {
+                if !warned(kernel) {
+                    assert_eq!(of(&piped, kernel), of(&whole, kernel), "seed {seed} keep {keep}");
+                }
+            }
+        }
+        reported += whole.len();
+    }
+    assert!(reported > 40, "the listings have findings: {reported}");
+}
+
 /// A listing for an architecture newer than any whose SASS has been checked is linted, with a
 /// note at its first line: read whole, streamed from a file, piped and as nvdisasm JSON. The
 /// same listing for its own architecture has no such note. (Compiled fixtures with their
