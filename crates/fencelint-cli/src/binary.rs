@@ -190,6 +190,7 @@ struct Unit {
     whole: usize,
 }
 
+#[derive(Default)]
 struct UnitOutput {
     findings: Vec<Finding>,
     error: Option<String>,
@@ -952,14 +953,7 @@ fn lint_unit(
     let callees = cubin.callees.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     let (companion, callees) = (cubin.companion.as_ref(), callees.as_ref());
     let label = unit_label(binary, unit);
-    let mut output = UnitOutput {
-        findings: Vec::new(),
-        error: None,
-        functions: 0,
-        archs: Vec::new(),
-        unfollowed: Unfollowed::default(),
-        unnamed_calls: fencelint_linter::UnnamedCalls::default(),
-    };
+    let mut output = UnitOutput::default();
     let Some(path) = &unit.path else {
         output.error = Some(format!("`{}` could not be extracted from the binary", unit.name));
         return output;
@@ -1815,14 +1809,7 @@ mod tests {
     fn calls_of_copies() -> (Linkable, UnitOutput) {
         let shared = [("__cuda_sm20_div_s64".to_owned(), 2), ("helper".to_owned(), 3)];
         let linkable = Linkable { code: 0, shared: shared.into_iter().collect() };
-        let mut output = UnitOutput {
-            findings: Vec::new(),
-            error: None,
-            functions: 0,
-            archs: Vec::new(),
-            unfollowed: Unfollowed::default(),
-            unnamed_calls: fencelint_linter::UnnamedCalls::default(),
-        };
+        let mut output = UnitOutput::default();
         let f = ["__cuda_sm20_div_s64__1", "helper__2"].map(str::to_owned);
         output.calls_not_followed(f.to_vec(), None);
         output.calls_not_followed(vec!["wait".to_owned()], None);

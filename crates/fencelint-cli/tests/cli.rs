@@ -684,13 +684,8 @@ fn a_piped_listing_past_its_budget_says_which_calls_were_not_followed() {
     use std::fmt::Write as _;
     let function = |text: &mut String, name: &str, kernel: bool, body: &str| {
         let other = if kernel { "STO_CUDA_ENTRY STV_DEFAULT" } else { "STV_DEFAULT" };
-        write!(
-            text,
-            "//--------------------- .text.{name} --------------------------\n\
-             \t.section\t.text.{name},\"ax\",@progbits\n\
-             \x20       .other          {name},@\"{other}\"\n.text.{name}:\n{name}:\n{body}\n"
-        )
-        .unwrap();
+        nvdisasm_header(text, name, other);
+        writeln!(text, "{body}").unwrap();
     };
     let kernels = 12;
     let mut text = String::from("\t.target\tsm_90a\n\n");
