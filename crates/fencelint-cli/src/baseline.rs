@@ -139,14 +139,26 @@ impl Baseline {
     fn from_entries(entries: Vec<Entry>) -> Self {
         let mut counts: BTreeMap<Key, BTreeMap<Option<String>, usize>> = BTreeMap::new();
         for entry in entries {
-            // Findings name C++ kernels demangled; baselines written from listings and PTX
-            // before they did named them as written, and still match.
-            let kernel = entry.kernel.map(|k| super::binary::readable_kernel(&k).unwrap_or(k));
             *counts
-                .entry((entry.rule, kernel, entry.fingerprint))
+                .entry((entry.rule, entry.kernel, entry.fingerprint))
                 .or_default()
                 .entry(entry.anchor)
                 .or_insert(0) += entry.count;
+        }
+        Self { counts }
+    }
+
+    /// The baseline with each kernel named as `readable` names it (`None`: as it is). Findings
+    /// name C++ kernels demangled; a baseline written from listings and PTX before they did
+    /// names them as written, and still matches once its names are demangled too.
+    pub(crate) fn with_kernels_named(self, readable: impl Fn(&str) -> Option<String>) -> Self {
+        let mut counts: BTreeMap<Key, BTreeMap<Option<String>, usize>> = BTreeMap::new();
+        for ((rule, kernel, fingerprint), anchors) in self.counts {
+            let kernel = kernel.map(|k| readable(&k).unwrap_or(k));
+            let merged = counts.entry((rule, kernel, fingerprint)).or_default();
+            for (anchor, count) in anchors {
+                *merged.entry(anchor).or_insert(0) += count;
+            }
         }
         Self { counts }
     }

@@ -168,7 +168,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     };
     let baseline = match &args.baseline {
         Some(path) if args.write_baseline.is_none() => match baseline::read(path) {
-            Ok(baseline) => Some(baseline),
+            Ok(baseline) => Some(baseline.with_kernels_named(binary::readable_kernel)),
             Err(err) => {
                 eprintln!("error: {err}");
                 return ExitCode::from(2);
