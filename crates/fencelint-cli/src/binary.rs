@@ -29,6 +29,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::elf::{CodeFunction, Elf};
 use super::linking;
+use super::names;
 use super::snippets::{self, Snippet};
 use super::tools::{self, INSTALL_HINT, Tools};
 
@@ -903,7 +904,7 @@ impl Progress {
         if self.bar.is_hidden() {
             return;
         }
-        let readable = demangle(function);
+        let readable = names::demangle(function);
         let name = readable.as_deref().unwrap_or(function);
         let message = progress_message(done, read, self.started.elapsed(), label, name);
         self.bar.set_message(message);
@@ -1038,20 +1039,21 @@ fn lint_unit(
         }
         // A held function that calls no other held one (or whose calls the budget leaves out)
         // was linted alone already if a caller asked ([`Callees::shows_alone`]).
-        let (functions, mut diagnostics, external, shares) =
+        let (functions, mut diagnostics, external, matters) =
             if let (Some(callees), Some(k)) = (callees, held) {
                 let lint = callees.alone(k, settings, companion);
                 output.unnamed_calls.add(lint.unnamed_calls);
-                let external = lint.external_calls.clone();
-                (lint.functions, lint.diagnostics.clone(), external, lint.shares_memory)
+                let matters = linking::matters_to_callers(lint);
+                (lint.functions, lint.diagnostics.clone(), lint.external_calls.clone(), matters)
             } else {
                 let lint = lint_alone(chunk, settings, companion);
                 output.unnamed_calls.add(lint.unnamed_calls);
-                (lint.functions, lint.diagnostics, lint.external_calls, lint.shares_memory)
+                let matters = linking::matters_to_callers(&lint);
+                (lint.functions, lint.diagnostics, lint.external_calls, matters)
             };
         // What a copy of a shared name does decides whether calls of it are worth saying.
         if let Some(name) = cubin.linkable.shared_name(&chunk.function) {
-            output.copy_linted(name, shares || !external.is_empty());
+            output.copy_linted(name, matters);
         }
         // Calls of functions that are not held (a held one is followed where it matters).
         if not_followed.is_none() {
@@ -1710,40 +1712,6 @@ fn finding(
     Finding { name, unit: unit.to_owned(), snippets, diagnostics, companion }
 }
 
-/// Demangles an Itanium C++ name (`_Z…`), or `None` if it is not one. A `$N` suffix (the copy
-/// of a function that a separately compiled cubin holds under a name of its own,
-/// `_Z21wait_relaxed_and_readPKjPKf$1`) stays after the demangled name.
-/// Names each diagnostic's kernel readably: an Itanium C++ name ([`demangle`]) becomes the
-/// demangled one, in the `kernel` field and in the message, which may quote it. Done once for
-/// every input (listings, PTX and binaries alike) after `fencelint.toml`'s `[[ignore]]` entries
-/// have seen the name as written; fingerprints were made from that name and do not change.
-pub(crate) fn demangle_kernels(diagnostics: &mut [Diagnostic]) {
-    // Each name once: a large listing has thousands of findings in hundreds of kernels.
-    let mut readable: HashMap<String, Option<String>> = HashMap::new();
-    for diagnostic in diagnostics {
-        let Some(kernel) = &diagnostic.kernel else { continue };
-        let name = readable.entry(kernel.clone()).or_insert_with(|| readable_kernel(kernel));
-        if let Some(name) = name {
-            diagnostic.message = diagnostic.message.replace(kernel.as_str(), name);
-            diagnostic.kernel = Some(name.clone());
-        }
-    }
-}
-
-/// The demangled name of `kernel` when it is a mangled C++ name (`_Z…`), else `None`.
-pub(crate) fn readable_kernel(kernel: &str) -> Option<String> {
-    if kernel.starts_with("_Z") { demangle(kernel) } else { None }
-}
-
-pub(crate) fn demangle(name: &str) -> Option<String> {
-    let demangle = |name: &str| cpp_demangle::Symbol::new(name.as_bytes()).ok()?.demangle().ok();
-    demangle(name).or_else(|| {
-        let (base, copy) = name.rsplit_once('$')?;
-        let digits = !copy.is_empty() && copy.bytes().all(|b| b.is_ascii_digit());
-        digits.then(|| demangle(base)).flatten().map(|readable| format!("{readable}${copy}"))
-    })
-}
-
 /// Cubins at least this large are disassembled in parts, one `nvdisasm -fun` process each.
 /// `FENCELINT_SPLIT_MIN` (bytes) moves the limit, for tests and measurements.
 fn split_size() -> u64 {
@@ -1872,19 +1840,6 @@ mod tests {
         assert_eq!(entry_number("no_number.sm_90.cubin"), u64::MAX);
         assert_eq!(entry_number("sm_90.cubin"), u64::MAX);
         assert_eq!(entry_number("plain"), u64::MAX);
-    }
-
-    #[test]
-    fn names_demangle_with_their_copy_number() {
-        let name = "wait_relaxed_and_read(unsigned int const*, float const*)";
-        assert_eq!(demangle("_Z21wait_relaxed_and_readPKjPKf").as_deref(), Some(name));
-        assert_eq!(
-            demangle("_Z21wait_relaxed_and_readPKjPKf$1").as_deref(),
-            Some(format!("{name}$1").as_str())
-        );
-        assert_eq!(demangle("_Z21wait_relaxed_and_readPKjPKf$"), None);
-        assert_eq!(demangle("_Z21wait_relaxed_and_readPKjPKf$x1"), None);
-        assert_eq!(demangle("kernel$1"), None);
     }
 
     /// The findings of a unit as comparable lines, sorted.

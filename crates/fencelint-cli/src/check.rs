@@ -21,6 +21,8 @@ pub(crate) mod binary;
 mod elf;
 #[path = "linking.rs"]
 mod linking;
+#[path = "names.rs"]
+mod names;
 #[path = "pairs.rs"]
 pub(crate) mod pairs;
 #[path = "readahead.rs"]
@@ -168,7 +170,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     };
     let baseline = match &args.baseline {
         Some(path) if args.write_baseline.is_none() => match baseline::read(path) {
-            Ok(baseline) => Some(baseline.with_kernels_named(binary::readable_kernel)),
+            Ok(baseline) => Some(baseline.with_kernels_named(names::readable_kernel)),
             Err(err) => {
                 eprintln!("error: {err}");
                 return ExitCode::from(2);
@@ -373,7 +375,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     }
     fencelint_diagnostics::sort(&mut diagnostics);
     let n_ignored = config.filter(&db, &mut diagnostics);
-    binary::demangle_kernels(&mut diagnostics);
+    names::demangle_kernels(&mut diagnostics);
     let baseline = match &args.write_baseline {
         Some(path) => {
             let written = baseline::build(&db, &diagnostics);
@@ -567,7 +569,7 @@ fn unfollowed_calls(file: FileId, unfollowed: &binary::UnfollowedCalls) -> Diagn
         .find(|name| !name.starts_with("__cuda_"))
         .or_else(|| callees.iter().next())
         .map_or("", String::as_str);
-    let named = binary::demangle(first).unwrap_or_else(|| first.to_owned());
+    let named = names::demangle(first).unwrap_or_else(|| first.to_owned());
     Diagnostic::new(
         codes::CALLS_NOT_FOLLOWED,
         Severity::Note,

@@ -68,6 +68,13 @@ pub(crate) fn worth_following(name: &str) -> bool {
         && !name.starts_with(ARITHMETIC_HELPERS)
 }
 
+/// Whether a function, linted alone (`alone`), may change what its callers show when it is
+/// linted with them: it touches memory other threads see, orders it, or calls a function by
+/// name. One that does none of that (the compiler's arithmetic helpers) is not followed.
+pub(crate) fn matters_to_callers(alone: &fencelint_linter::LintOutput) -> bool {
+    alone.shares_memory || !alone.external_calls.is_empty()
+}
+
 /// The names of the functions that a SASS text calls by name (the `` `(name) `` target of a
 /// `CALL`; labels of the function's own code are among them).
 pub(crate) fn named_calls(text: &str) -> impl Iterator<Item = &str> {

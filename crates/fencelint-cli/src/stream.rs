@@ -433,10 +433,7 @@ impl Keep {
         };
         // As [`follow_calls`]: a callee that neither touches memory other threads see, nor
         // orders it, nor calls another function is not followed.
-        let private = |k: usize| {
-            let alone = alone_of(k);
-            !alone.shares_memory && alone.external_calls.is_empty()
-        };
+        let private = |k: usize| !linking::matters_to_callers(alone_of(k));
         let calls_of = |k: usize| early.calls.get(&k).map_or(&[][..], Vec::as_slice);
         let size = |k: usize| {
             let chunk = &callees[&k];
@@ -532,8 +529,6 @@ struct Seen {
 struct Resolved {
     /// The kept functions its calls name.
     direct: Vec<usize>,
-    /// Whether each of its calls worth following names one of them whose calls do too.
-    complete: bool,
     /// Whether each of `direct` calls, in turn, only functions kept before it, which do too.
     direct_complete: bool,
     /// Its calls worth following that name no function kept before it: functions that come
@@ -543,6 +538,14 @@ struct Resolved {
     /// kernels for their calls of `__assertfail` and of the 64-bit division helpers filled the
     /// budget.
     calls: bool,
+}
+
+impl Resolved {
+    /// Whether each of its calls worth following names a function kept before it whose calls
+    /// do too.
+    fn complete(&self) -> bool {
+        self.direct_complete && self.pending.is_empty()
+    }
 }
 
 impl Seen {
@@ -562,7 +565,8 @@ impl Seen {
         let calls = again && resolved.as_ref().is_some_and(|r| r.calls);
         let reserved = keep.reserve(chunk, calls);
         if let (Reserved::Kept, Some(resolved)) = (reserved, resolved) {
-            self.known.insert(index, (own.len(), resolved.direct, resolved.complete));
+            let complete = resolved.complete();
+            self.known.insert(index, (own.len(), resolved.direct, complete));
             let key = (chunk.function.clone(), chunk.arch, chunk.binary.clone());
             self.by_key.insert(key, index);
         }
@@ -582,7 +586,6 @@ impl Seen {
         names.dedup();
         let mut resolved = Resolved {
             direct: Vec::new(),
-            complete: true,
             direct_complete: true,
             pending: Vec::new(),
             calls: false,
@@ -599,7 +602,6 @@ impl Seen {
                 None => {}
             }
         }
-        resolved.complete = resolved.direct_complete && resolved.pending.is_empty();
         resolved
     }
 
