@@ -3,6 +3,7 @@
 //! This is the only crate that knows both the front ends and the IR. The classification of PTX
 //! opcodes lives in [`ptx`]; the SASS semantics table lives in [`sass`].
 
+mod constants;
 pub mod ptx;
 pub mod sass;
 

@@ -428,6 +428,7 @@ fn lower_function(
         inliner.inline_calls(&mut out, calls, INLINE_BUDGET_MIN.max(own));
         out.inlined_from = (out.insts.len() > own).then_some(own as u32);
     }
+    crate::constants::fold_constant_branches(&mut out);
     out
 }
 
@@ -628,9 +629,14 @@ fn param_access(inst: &Inst, name: &str, load: bool) -> bool {
 /// Makes `inst` a copy from `uses` to `defs`: a parameter passed through `.param` memory is a
 /// value passed from the caller's registers to the callee's.
 fn into_copy(inst: &mut Inst, defs: fencelint_ir::Regs, mut uses: fencelint_ir::Regs) {
-    let single = defs.len() == 1 && uses.len() == 1 && inst.guard.is_none();
+    let one = defs.len() == 1 && inst.guard.is_none();
     let whole = inst.address.as_ref().is_none_or(|a| a.offset == 0);
-    inst.value = (single && whole).then(|| ValueOp::Copy(uses[0]));
+    inst.value = match (uses.as_slice(), &inst.value) {
+        (&[src], _) if one && whole => Some(ValueOp::Copy(src)),
+        // A constant argument stays a constant.
+        (&[], &Some(ValueOp::Imm(value))) if one && whole => Some(ValueOp::Imm(value)),
+        _ => None,
+    };
     if let Some(guard) = inst.guard {
         uses.push(guard.reg);
     }
@@ -887,6 +893,9 @@ fn value_op(
             let address = src.as_address()?;
             address.base.filter(|b| !names.is_reg(b)).map(|b| ValueOp::Param(b.into()))
         }
+        // An argument passed as a constant (`st.param.b32 [param1+0], 2`): what the callee's
+        // copy reads, once the call is inlined (`bind`).
+        "st" if instruction.has_modifier("param") => src.as_integer().map(ValueOp::Imm),
         "mov" | "cvta" | "cvt" => {
             if let Some(reg) = reg_of(func, src) {
                 Some(ValueOp::Copy(reg))

@@ -655,6 +655,7 @@ impl<'a> Body<'a> {
         func.is_kernel = is_kernel(header, self.first_start, text, format);
         func.insts = self.insts;
         func.inlined_from = inlined_from;
+        crate::constants::fold_call_constants(&mut func);
         (func, named_calls)
     }
 }
@@ -1509,6 +1510,7 @@ fn link_functions(functions: &mut [Function], calls: &[(usize, InstId, &str)]) -
                 }
             }
             link_calls(functions, func, &sites, &copied, &mut budget);
+            crate::constants::fold_call_constants(&mut functions[func]);
             state[func] = 2;
         }
     }
