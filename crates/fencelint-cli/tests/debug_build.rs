@@ -96,7 +96,12 @@ fn debug_builds_poll_like_release_builds() {
     .collect();
     for name in ["debug_build.ptx", "debug_build.sass", "debug_build.cubin"] {
         let got = findings(&dir.path().join(name), &bin);
-        // A cubin is linted with its embedded PTX, if any: the same kernels and rules.
+        // A cubin is linted with its embedded PTX, if any: the same kernels and rules. The
+        // debug build calls libcu++'s functions, and cuobjdump's listing names no callee.
+        let mut expected = expected.clone();
+        if name == "debug_build.sass" {
+            expected.insert(("?".to_owned(), "calls-not-followed".to_owned()));
+        }
         assert_eq!(got, expected, "{name}");
     }
 }

@@ -63,6 +63,14 @@ impl InstKind {
         }
     }
 
+    pub fn mem_mut(&mut self) -> Option<&mut MemAccess> {
+        match self {
+            Self::Load(mem) | Self::Store(mem) | Self::Atomic { mem, .. } => Some(mem),
+            Self::Multimem { mem, .. } => Some(mem),
+            _ => None,
+        }
+    }
+
     /// Whether the instruction accesses memory or orders accesses: everything but ALU work,
     /// comparisons, control flow, calls, `elect`, and what could not be read. Walks that look
     /// only for such instructions skip the others ([`InstKind::is_memory_or_order`] is the

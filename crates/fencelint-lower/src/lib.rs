@@ -4,6 +4,7 @@
 //! opcodes lives in [`ptx`]; the SASS semantics table lives in [`sass`].
 
 mod constants;
+mod frames;
 pub mod ptx;
 pub mod sass;
 

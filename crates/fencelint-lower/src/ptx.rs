@@ -428,6 +428,8 @@ fn lower_function(
         inliner.inline_calls(&mut out, calls, INLINE_BUDGET_MIN.max(own));
         out.inlined_from = (out.insts.len() > own).then_some(own as u32);
     }
+    crate::frames::infer_generic_spaces(&mut out);
+    crate::frames::promote_frames(&mut out);
     crate::constants::fold_constant_branches(&mut out);
     out
 }
@@ -628,7 +630,7 @@ fn param_access(inst: &Inst, name: &str, load: bool) -> bool {
 
 /// Makes `inst` a copy from `uses` to `defs`: a parameter passed through `.param` memory is a
 /// value passed from the caller's registers to the callee's.
-fn into_copy(inst: &mut Inst, defs: fencelint_ir::Regs, mut uses: fencelint_ir::Regs) {
+pub(crate) fn into_copy(inst: &mut Inst, defs: fencelint_ir::Regs, mut uses: fencelint_ir::Regs) {
     let one = defs.len() == 1 && inst.guard.is_none();
     let whole = inst.address.as_ref().is_none_or(|a| a.offset == 0);
     inst.value = match (uses.as_slice(), &inst.value) {
