@@ -93,6 +93,9 @@ pub mod codes {
     /// A SASS listing whose calls name no callee (cuobjdump's `CALL.ABS.NOINC 0x0`): the code
     /// they call was not checked in their callers' context.
     pub const CALLS_NOT_FOLLOWED: &str = "calls-not-followed";
+    /// PTX of a debug build (`.target sm_90a, debug`, from `nvcc -G`): its findings differ from
+    /// the release build's.
+    pub const DEBUG_BUILD: &str = "debug-build";
 }
 
 /// One finding.

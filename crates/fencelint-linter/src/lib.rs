@@ -81,7 +81,50 @@ impl LintOutput {
 /// Lints one text of a known kind. `file` is the id the caller registered the text under.
 /// Inline suppressions in the text (see [`suppress`]) are applied to the findings.
 pub fn lint_text(file: FileId, text: &str, kind: InputKind, settings: &Settings) -> LintOutput {
-    lint_text_with(file, text, kind, settings, None, Extent::Listing)
+    let mut output = lint_text_with(file, text, kind, settings, None, Extent::Listing);
+    if kind == InputKind::Ptx
+        && let Some(target) = debug_target(text)
+    {
+        output.diagnostics.push(debug_build_note(file, target));
+        fencelint_diagnostics::sort(&mut output.diagnostics);
+    }
+    output
+}
+
+/// The `.target` directive of a PTX text when it names `debug` (`.target sm_90a, debug`, what
+/// `nvcc -G` writes), with where it is. The directive comes before the first function, so only
+/// the text up to the first `.entry` or `.func` is read.
+fn debug_target(text: &str) -> Option<TextRange> {
+    let mut offset = 0usize;
+    for line in text.split_inclusive('\n') {
+        let start = offset;
+        offset += line.len();
+        let trimmed = line.trim_start();
+        if trimmed.contains(".entry") || trimmed.contains(".func") {
+            return None;
+        }
+        let Some(names) = trimmed.strip_prefix(".target") else { continue };
+        let names = names.split("//").next().unwrap_or("");
+        if !names.split(',').any(|name| name.trim() == "debug") {
+            return None;
+        }
+        let at = start + (line.len() - trimmed.len());
+        let end = at + trimmed.trim_end().len();
+        return Some(TextRange::new(u32::try_from(at).ok()?, u32::try_from(end).ok()?));
+    }
+    None
+}
+
+/// The note of [`codes::DEBUG_BUILD`] at the `.target` directive `target`.
+fn debug_build_note(file: FileId, target: TextRange) -> Diagnostic {
+    Diagnostic::new(
+        codes::DEBUG_BUILD,
+        Severity::Note,
+        "this PTX is a debug build (`nvcc -G`): it keeps variables in memory and calls library \
+         functions that a release build inlines, so a hazard may go unreported and a correct \
+         wait may be reported; lint the release build",
+        Label::new(file, target, "`debug` target"),
+    )
 }
 
 /// Lints what a splitter cut out of a larger SASS listing (the text of a
@@ -532,4 +575,20 @@ fn internal_error(
 fn func_range(func: &Function) -> TextRange {
     let first = func.insts.first().map_or(func.range.start, |i| i.range.start);
     TextRange::new(func.range.start, first.max(func.range.start))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_debug_target_is_found_before_the_first_function() {
+        let range = |text: &str| super::debug_target(text).map(|r| text[r.to_usize()].to_owned());
+        let header = ".version 8.5\n.target sm_90a, debug\n.address_size 64\n";
+        assert_eq!(range(header).as_deref(), Some(".target sm_90a, debug"));
+        let options = ".target sm_90, texmode_independent , debug // -G\n";
+        assert_eq!(range(options).as_deref(), Some(options.trim_end()));
+        assert_eq!(range(".version 8.5\n.target sm_90a\n"), None);
+        assert_eq!(range("// .target sm_90a, debug\n.target sm_90a\n"), None);
+        assert_eq!(range(".target sm_90a, debugger\n"), None);
+        assert_eq!(range(".visible .entry k()\n{\n}\n.target sm_90a, debug\n"), None);
+    }
 }

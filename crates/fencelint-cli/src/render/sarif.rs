@@ -60,6 +60,29 @@ const TOOL_CODES: &[(&str, &str, &str, &str)] = &[
          still checked. Please report it together with the input file.",
     ),
     (
+        codes::UNKNOWN_ARCHITECTURE,
+        "note",
+        "A SASS input for an architecture newer than any checked",
+        "The SASS semantics table was checked against older architectures: an instruction new to \
+         this one is kept as an unknown one, and a hazard it takes part in may go unreported.",
+    ),
+    (
+        codes::CALLS_NOT_FOLLOWED,
+        "note",
+        "Calls whose callee was not checked in the caller's context",
+        "Calls by name whose callee's code was not copied into the caller (a listing that names \
+         no callee, a budget, a callee in another cubin): a hazard across such a call may go \
+         unreported.",
+    ),
+    (
+        codes::DEBUG_BUILD,
+        "note",
+        "PTX of a debug build",
+        "The PTX names a `debug` target (`nvcc -G`): variables live in memory and library \
+         functions are called rather than inlined, so its findings differ from the release \
+         build's. Lint the release build.",
+    ),
+    (
         "unused-suppression",
         "warning",
         "A suppression comment suppresses nothing",
