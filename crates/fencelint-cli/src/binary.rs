@@ -155,6 +155,9 @@ pub(crate) struct BinaryOutput {
     /// The calls that name no callee (`CALL.ABS.NOINC 0x0`, as cuobjdump prints a call when
     /// it disassembles in nvdisasm's place).
     pub unnamed_calls: fencelint_linter::UnnamedCalls,
+    /// The cubins built as debug builds (`nvcc -G`: they carry `.debug_info`), by label, in the
+    /// order of the cubins.
+    pub debug_cubins: Vec<String>,
 }
 
 /// Calls by name of other functions that a cubin's functions make and that were not followed
@@ -300,6 +303,7 @@ pub(crate) fn lint_binaries(
             archs: Vec::new(),
             unfollowed: Vec::new(),
             unnamed_calls: fencelint_linter::UnnamedCalls::default(),
+            debug_cubins: Vec::new(),
         })
         .collect();
     if inputs.is_empty() {
@@ -432,6 +436,7 @@ pub(crate) fn lint_binaries(
 
     // For each cubin (by `Unit::whole`): its binary, its label and what its parts did not follow.
     let mut unfollowed: BTreeMap<usize, (usize, String, Unfollowed)> = BTreeMap::new();
+    let mut debug_checked: BTreeSet<usize> = BTreeSet::new();
     for (unit, result) in units.iter().zip(results) {
         let result = result.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
         let Some(result) = result else { continue };
@@ -456,6 +461,10 @@ pub(crate) fn lint_binaries(
         unfollowed.entry(unit.whole).or_insert_with(label).2.add(result.unfollowed);
         if let Some(error) = result.error {
             output.errors.push(error);
+        }
+        // Said once a cubin, whatever its parts.
+        if !unit.ptx && debug_checked.insert(unit.whole) && is_debug_build(unit.path.as_deref()) {
+            output.debug_cubins.push(unit_label(&inputs[unit.binary].1, unit));
         }
     }
     for (whole, (binary, cubin, calls)) in unfollowed {
@@ -1766,6 +1775,12 @@ fn split_large_cubins(units: Vec<Unit>, parts: usize, min_size: u64) -> Vec<Unit
         }
     }
     out
+}
+
+/// Whether the cubin at `path` is a debug build (`nvcc -G`): it carries DWARF `.debug_info`,
+/// which `-lineinfo` (line tables only) does not write.
+fn is_debug_build(path: Option<&Path>) -> bool {
+    path.and_then(Elf::open).is_some_and(|elf| elf.sections.iter().any(|s| s.name == ".debug_info"))
 }
 
 #[cfg(test)]

@@ -294,6 +294,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         }
         diagnostics.extend(newer_archs(file, &newer_than_checked(&output.archs)));
         diagnostics.extend(output.unfollowed.iter().map(|u| unfollowed_calls(file, u)));
+        diagnostics.extend(output.debug_cubins.iter().map(|cubin| debug_cubin(file, cubin)));
         diagnostics.extend(unnamed_calls(
             file,
             output.unnamed_calls,
@@ -556,6 +557,20 @@ fn newer_archs(file: FileId, archs: &[String]) -> impl Iterator<Item = Diagnosti
             label,
         )
     })
+}
+
+/// A note at the start of a binary's `file` for a cubin built as a debug build.
+fn debug_cubin(file: FileId, cubin: &str) -> Diagnostic {
+    Diagnostic::new(
+        codes::DEBUG_BUILD,
+        Severity::Note,
+        format!(
+            "`{cubin}` is a debug build (`nvcc -G`: it carries `.debug_info`): it keeps variables \
+             in memory and calls library functions that a release build inlines, so a hazard may \
+             go unreported and a correct wait may be reported; lint the release build"
+        ),
+        Label::new(file, TextRange::empty(0), ""),
+    )
 }
 
 /// A note at the start of a binary's `file` for a cubin whose functions call others by name
