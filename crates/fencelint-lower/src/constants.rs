@@ -290,8 +290,9 @@ impl Known {
     }
 }
 
-/// The one definition of each register, where it has exactly one.
-struct Definitions(Vec<Def>);
+/// The one definition of each register, where it has exactly one, with no guard and no other
+/// register written.
+pub(crate) struct Definitions(Vec<Def>);
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Def {
@@ -301,7 +302,7 @@ enum Def {
 }
 
 impl Definitions {
-    fn of(func: &Function) -> Self {
+    pub(crate) fn of(func: &Function) -> Self {
         let mut defs = vec![Def::None; func.regs.len()];
         for (i, inst) in func.insts.iter().enumerate() {
             for reg in &inst.defs {
@@ -316,9 +317,14 @@ impl Definitions {
     }
 
     /// The instruction that defines `reg`, when it is the only one and has no guard.
-    fn single<'f>(&self, func: &'f Function, reg: Reg) -> Option<&'f Inst> {
+    pub(crate) fn single<'f>(&self, func: &'f Function, reg: Reg) -> Option<&'f Inst> {
+        self.single_at(reg).map(|at| func.inst(InstId(at as u32)))
+    }
+
+    /// Where [`Definitions::single`] is.
+    pub(crate) fn single_at(&self, reg: Reg) -> Option<usize> {
         match self.0.get(reg.0 as usize)? {
-            Def::One(at) => Some(func.inst(InstId(*at))),
+            Def::One(at) => Some(*at as usize),
             _ => None,
         }
     }

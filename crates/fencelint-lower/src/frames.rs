@@ -33,6 +33,8 @@ use std::collections::BTreeMap;
 
 use fencelint_ir::{AddrBase, AluOp, Function, Inst, InstKind, Reg, Space, ValueOp};
 
+use crate::constants::Definitions;
+
 /// How many copies and constant adds an address is followed through to its frame.
 const MAX_DEPTH: usize = 16;
 
@@ -80,7 +82,7 @@ pub(crate) fn promote_frames(func: &mut Function) -> usize {
     if !func.insts.iter().any(|inst| is_frame_base(inst.value.as_ref())) {
         return 0;
     }
-    let defs = SingleDefs::of(func);
+    let defs = Definitions::of(func);
     let mut pointers = Pointers::resolve(func, &defs, &BTreeMap::new());
     for _ in 0..MAX_ROUNDS {
         // Slots written once, with the register written: what a read of them gives.
@@ -191,7 +193,7 @@ pub(crate) fn infer_generic_spaces(func: &mut Function) -> usize {
     if !func.insts.iter().any(|inst| matches!(inst.alu, Some(AluOp::ToGeneric(_)))) {
         return 0;
     }
-    let defs = SingleDefs::of(func);
+    let defs = Definitions::of(func);
     let mut known = Memo::new(func.regs.len());
     let mut given = 0;
     for i in 0..func.insts.len() {
@@ -215,19 +217,18 @@ pub(crate) fn infer_generic_spaces(func: &mut Function) -> usize {
 /// definition says so ([`infer_generic_spaces`]).
 fn window_of(
     func: &Function,
-    defs: &SingleDefs,
+    defs: &Definitions,
     known: &mut Memo<Space>,
     reg: Reg,
     depth: usize,
 ) -> Option<Space> {
-    let k = reg.0 as usize;
     if known.done(reg) {
         return known.answer(reg);
     }
     if depth > MAX_DEPTH {
         return None;
     }
-    let inst = func.insts.get(defs.0.get(k).copied().flatten()?)?;
+    let inst = defs.single(func, reg)?;
     let found = match (inst.alu, inst.value.as_ref()) {
         (Some(AluOp::ToGeneric(space)), _) => {
             matches!(space, Space::SharedCta | Space::Global | Space::Local).then_some(space)
@@ -304,31 +305,6 @@ fn slots_are_disjoint(list: &mut [Access]) -> bool {
     })
 }
 
-/// The one definition of each register that has exactly one, with no guard.
-struct SingleDefs(Vec<Option<usize>>);
-
-impl SingleDefs {
-    fn of(func: &Function) -> Self {
-        let mut single: Vec<Option<usize>> = vec![None; func.regs.len()];
-        let mut count = vec![0u32; func.regs.len()];
-        for (i, inst) in func.insts.iter().enumerate() {
-            for reg in &inst.defs {
-                let k = reg.0 as usize;
-                if k < count.len() {
-                    count[k] += 1;
-                    single[k] = (inst.guard.is_none() && inst.defs.len() == 1).then_some(i);
-                }
-            }
-        }
-        for (k, one) in single.iter_mut().enumerate() {
-            if count[k] != 1 {
-                *one = None;
-            }
-        }
-        Self(single)
-    }
-}
-
 /// The frame address each register holds, where it holds one.
 struct Pointers(Vec<Option<Slot>>);
 
@@ -348,7 +324,7 @@ impl Pointers {
 
     /// Follows each register's one definition to a frame's base: through copies, constant
     /// adds, and loads of a slot in `through` (written once, with that register).
-    fn resolve(func: &Function, defs: &SingleDefs, through: &BTreeMap<Slot, Reg>) -> Self {
+    fn resolve(func: &Function, defs: &Definitions, through: &BTreeMap<Slot, Reg>) -> Self {
         let mut known = Memo::new(func.regs.len());
         let mut out = Vec::with_capacity(func.regs.len());
         for k in 0..func.regs.len() as u32 {
@@ -359,25 +335,22 @@ impl Pointers {
 
     fn resolve_reg(
         func: &Function,
-        defs: &SingleDefs,
+        defs: &Definitions,
         through: &BTreeMap<Slot, Reg>,
         known: &mut Memo<Slot>,
         reg: Reg,
         depth: usize,
     ) -> Option<Slot> {
-        let k = reg.0 as usize;
         if known.done(reg) {
             return known.answer(reg);
         }
         if depth > MAX_DEPTH {
             return None;
         }
-        let inst = func.insts.get(defs.0.get(k).copied().flatten()?)?;
+        let at = defs.single_at(reg)?;
+        let inst = func.inst(fencelint_ir::InstId(at as u32));
         let found = match (&inst.kind, inst.value.as_ref()) {
-            (_, value) if is_frame_base(value) => {
-                let at = defs.0[k]?;
-                Some((at as u32, 0))
-            }
+            (_, value) if is_frame_base(value) => Some((at as u32, 0)),
             (_, Some(&ValueOp::Copy(src))) => {
                 Self::resolve_reg(func, defs, through, known, src, depth + 1)
             }
