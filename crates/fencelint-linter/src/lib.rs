@@ -100,6 +100,9 @@ fn debug_target(text: &str) -> Option<TextRange> {
         let start = offset;
         offset += line.len();
         let trimmed = line.trim_start();
+        if trimmed.starts_with("//") {
+            continue;
+        }
         if trimmed.contains(".entry") || trimmed.contains(".func") {
             return None;
         }

@@ -258,10 +258,10 @@ impl Known {
         {
             folded = 1;
             if truth == guard.negated {
-                // Never runs: it writes nothing, and a branch never jumps.
+                // Never runs: it writes nothing, and control goes on to the next instruction (a
+                // branch never jumps, an exit or return never leaves).
                 make_inert(inst);
-                inst.control.targets.clear();
-                inst.control.falls_through = true;
+                inst.control = fencelint_ir::Control { falls_through: true, ..Default::default() };
                 return folded;
             }
             inst.guard = None;
@@ -539,6 +539,15 @@ mod tests {
         let unknown = sass("MOV R6, R7 ;", "NOP ;");
         assert_eq!(guarded_loads(&unknown).len(), 4);
         assert!(guarded_loads(&unknown).iter().all(|&(_, guarded)| guarded));
+    }
+
+    #[test]
+    fn an_exit_that_never_runs_leaves_the_code_after_it() {
+        let exit = sass("MOV R6, 0x2 ;", "@P0 EXIT ;");
+        assert_eq!(
+            guarded_loads(&exit),
+            [("LDG.E.STRONG.GPU", false), ("CCTL.IVALL", false), ("LDG.E.STRONG.SYS", false)]
+        );
     }
 
     #[test]

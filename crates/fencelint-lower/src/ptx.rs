@@ -629,7 +629,8 @@ fn param_access(inst: &Inst, name: &str, load: bool) -> bool {
 }
 
 /// Makes `inst` a copy from `uses` to `defs`: a parameter passed through `.param` memory is a
-/// value passed from the caller's registers to the callee's.
+/// value passed from the caller's registers to the callee's, and a slot of a stack frame is a
+/// register of its own (`frames::promote_frames`).
 pub(crate) fn into_copy(inst: &mut Inst, defs: fencelint_ir::Regs, mut uses: fencelint_ir::Regs) {
     let one = defs.len() == 1 && inst.guard.is_none();
     let whole = inst.address.as_ref().is_none_or(|a| a.offset == 0);
