@@ -26,10 +26,10 @@
 //! was passed to. A frame whose address is stored elsewhere, passed to a call that was not
 //! inlined or computed with, or whose slots are read and written at different widths, overlap,
 //! or take vector accesses, stays memory: local memory all the same, which the generic
-//! accesses of the frame are given ([`infer_generic_spaces`], run first), so that no read of it
-//! is taken for a poll of memory that other threads write.
+//! accesses of the frame are given ([`infer_generic_spaces`], run first by [`read_frames`]), so
+//! that no read of it is taken for a poll of memory that other threads write.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use fencelint_ir::{AddrBase, AluOp, Function, Inst, InstKind, Reg, Space, ValueOp};
 
@@ -76,14 +76,28 @@ impl<T: Copy> Memo<T> {
     }
 }
 
-/// Makes the slots of each frame of `func` whose every access is known registers (see the
-/// module's comment). Returns how many loads and stores became copies.
-pub(crate) fn promote_frames(func: &mut Function) -> usize {
-    if !func.insts.iter().any(|inst| is_frame_base(inst.value.as_ref())) {
-        return 0;
+/// Gives generic accesses their space ([`infer_generic_spaces`]), then makes stack-frame slots
+/// registers ([`promote_frames`]), where the function has such addresses at all; the second
+/// changes no definition the first reads, so both read one [`Definitions`].
+pub(crate) fn read_frames(func: &mut Function) {
+    let windows = func.insts.iter().any(|inst| matches!(inst.alu, Some(AluOp::ToGeneric(_))));
+    let frames = func.insts.iter().any(|inst| is_frame_base(inst.value.as_ref()));
+    if !windows && !frames {
+        return;
     }
     let defs = Definitions::of(func);
-    let mut pointers = Pointers::resolve(func, &defs, &BTreeMap::new());
+    if windows {
+        infer_generic_spaces(func, &defs);
+    }
+    if frames {
+        promote_frames(func, &defs);
+    }
+}
+
+/// Makes the slots of each frame of `func` whose every access is known registers (see the
+/// module's comment). Returns how many loads and stores became copies.
+fn promote_frames(func: &mut Function, defs: &Definitions) -> usize {
+    let mut pointers = Pointers::resolve(func, defs, &BTreeMap::new());
     for _ in 0..MAX_ROUNDS {
         // Slots written once, with the register written: what a read of them gives.
         let mut stores: BTreeMap<Slot, Option<Reg>> = BTreeMap::new();
@@ -98,7 +112,7 @@ pub(crate) fn promote_frames(func: &mut Function) -> usize {
         }
         let through: BTreeMap<Slot, Reg> =
             stores.into_iter().filter_map(|(slot, data)| Some((slot, data?))).collect();
-        let next = Pointers::resolve(func, &defs, &through);
+        let next = Pointers::resolve(func, defs, &through);
         if next.0 == pointers.0 {
             break;
         }
@@ -106,7 +120,7 @@ pub(crate) fn promote_frames(func: &mut Function) -> usize {
     }
 
     // Which frames stay memory, and which frames' addresses are kept in which frames.
-    let mut escaped: Vec<u32> = Vec::new();
+    let mut escaped: BTreeSet<u32> = BTreeSet::new();
     let mut kept_in: Vec<(u32, u32)> = Vec::new();
     let mut accesses: BTreeMap<u32, Vec<Access>> = BTreeMap::new();
     for (i, inst) in func.insts.iter().enumerate() {
@@ -134,7 +148,7 @@ pub(crate) fn promote_frames(func: &mut Function) -> usize {
                 _ => false,
             };
             if !(derives || compared || addresses || kept) {
-                escaped.push(frame);
+                escaped.insert(frame);
             }
         }
         if let (Some((frame, offset)), InstKind::Load(mem) | InstKind::Store(mem)) =
@@ -142,24 +156,26 @@ pub(crate) fn promote_frames(func: &mut Function) -> usize {
         {
             match mem.width.filter(|&bits| bits % 8 == 0 && mem.vector == 1) {
                 Some(bits) => accesses.entry(frame).or_default().push((i, offset, bits / 8)),
-                None => escaped.push(frame),
+                None => {
+                    escaped.insert(frame);
+                }
             }
         } else if let Some((frame, _)) = slot {
             // An atomic or another access of the frame.
-            escaped.push(frame);
+            escaped.insert(frame);
         }
     }
     for (frame, list) in &mut accesses {
         if !slots_are_disjoint(list) {
-            escaped.push(*frame);
+            escaped.insert(*frame);
         }
     }
     // A frame whose address is kept in a frame that stays memory stays memory too.
     loop {
         let before = escaped.len();
         for &(frame, into) in &kept_in {
-            if escaped.contains(&into) && !escaped.contains(&frame) {
-                escaped.push(frame);
+            if escaped.contains(&into) {
+                escaped.insert(frame);
             }
         }
         if escaped.len() == before {
@@ -168,9 +184,7 @@ pub(crate) fn promote_frames(func: &mut Function) -> usize {
     }
 
     let mut promoted = 0;
-    let mut frames: Vec<(u32, Vec<Access>)> = accesses.into_iter().collect();
-    frames.sort_unstable_by_key(|(frame, _)| *frame);
-    for (frame, list) in frames {
+    for (frame, list) in accesses {
         if escaped.contains(&frame) {
             continue;
         }
@@ -183,28 +197,25 @@ pub(crate) fn promote_frames(func: &mut Function) -> usize {
     promoted
 }
 
-/// Gives each generic load and store whose address is computed from one state space's window
-/// (`cvta.shared`, `cvta.global`, `cvta.local`, then copies and additions) that space, as the
-/// compiler does in a release build (a debug build leaves such accesses generic: `cvta.shared`
-/// of a `__shared__` array, then `ld.f32 [%rd15]`). An address added to an offset stays in its
-/// window; one added to an address of another window is no known space. Returns how many
-/// accesses were given a space.
-pub(crate) fn infer_generic_spaces(func: &mut Function) -> usize {
-    if !func.insts.iter().any(|inst| matches!(inst.alu, Some(AluOp::ToGeneric(_)))) {
-        return 0;
-    }
-    let defs = Definitions::of(func);
+/// Gives each generic load, store and atomic whose address is computed from one state space's
+/// window (`cvta.shared`, `cvta.global`, `cvta.local`, then copies and additions) that space,
+/// as the compiler does in a release build (a debug build leaves such accesses generic:
+/// `cvta.shared` of a `__shared__` array, then `ld.f32 [%rd15]`). An address added to an offset
+/// stays in its window; one added to an address of another window is no known space. Returns
+/// how many accesses were given a space.
+fn infer_generic_spaces(func: &mut Function, defs: &Definitions) -> usize {
     let mut known = Memo::new(func.regs.len());
     let mut given = 0;
     for i in 0..func.insts.len() {
         let inst = &func.insts[i];
+        // `multimem` addresses name a multicast object, not a window.
         let generic = inst.kind.mem().is_some_and(|mem| mem.space == Space::Generic)
-            && !matches!(inst.kind, InstKind::Atomic { .. } | InstKind::Multimem { .. });
+            && !matches!(inst.kind, InstKind::Multimem { .. });
         let base = match inst.address.as_ref().map(|a| &a.base) {
             Some(&AddrBase::Reg(reg)) if generic => reg,
             _ => continue,
         };
-        let Some(space) = window_of(func, &defs, &mut known, base, 0) else { continue };
+        let Some(space) = window_of(func, defs, &mut known, base, 0) else { continue };
         if let Some(mem) = func.insts[i].kind.mem_mut() {
             mem.space = space;
             given += 1;
@@ -441,6 +452,41 @@ mod tests {
             assert_eq!(mem.space, Space::Local);
             assert!(matches!(find(func, "st.u32").kind, InstKind::Store(_)));
         }
+    }
+
+    #[test]
+    fn a_frame_address_kept_in_a_slot_is_followed() {
+        // `this` kept in the frame (`[%SP+0]`), read back, and the object it points to (at
+        // `[%SP+8]`) written through it: the polled value is copied through two slots.
+        let extra = "add.u64 %rd2, %SP, 8;\nst.u64 [%SP+0], %rd2;";
+        let text = format!(
+            ".version 8.5\n.target sm_90, debug\n.address_size 64\n\
+             .visible .entry k(.param .u64 k_p)\n{{\n\
+             .local .align 8 .b8 __local_depot0[16];\n\
+             .reg .b64 %SP;\n.reg .b64 %SPL;\n.reg .pred %p<2>;\n.reg .b32 %r<4>;\n\
+             .reg .b64 %rd<4>;\n\
+             mov.u64 %SPL, __local_depot0;\n\
+             cvta.local.u64 %SP, %SPL;\n\
+             ld.param.u64 %rd1, [k_p];\n\
+             {extra}\n\
+             L: ld.relaxed.gpu.global.u32 %r1, [%rd1];\n\
+             ld.u64 %rd3, [%SP+0];\n\
+             st.u32 [%rd3], %r1;\n\
+             ld.u32 %r2, [%SP+8];\n\
+             setp.eq.s32 %p1, %r2, 0;\n\
+             @%p1 bra L;\n\
+             ret;\n}}\n"
+        );
+        let lowered = crate::ptx::lower_text(FileId(0), &text, 0);
+        assert!(lowered.diagnostics.is_empty(), "{:?}", lowered.diagnostics);
+        let func = &lowered.modules[0].functions[0];
+        let store = find(func, "st.u32");
+        let reload = find(func, "ld.u32");
+        assert!(matches!(store.kind, InstKind::Move), "{:?}", store.kind);
+        assert_eq!(reload.uses.as_slice(), store.defs.as_slice());
+        assert!(
+            func.insts.iter().all(|inst| inst.kind.mem().is_none_or(|m| m.space != Space::Local))
+        );
     }
 
     #[test]

@@ -428,8 +428,7 @@ fn lower_function(
         inliner.inline_calls(&mut out, calls, INLINE_BUDGET_MIN.max(own));
         out.inlined_from = (out.insts.len() > own).then_some(own as u32);
     }
-    crate::frames::infer_generic_spaces(&mut out);
-    crate::frames::promote_frames(&mut out);
+    crate::frames::read_frames(&mut out);
     crate::constants::fold_constant_branches(&mut out);
     out
 }
