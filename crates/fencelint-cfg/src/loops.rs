@@ -131,8 +131,10 @@ impl Loop {
 
     /// Whether `reg`, as read by `at`, has the same value in every iteration: each of its
     /// reaching definitions is outside the loop, or is a constant, a parameter or a symbol's
-    /// address, or copies or offsets an invariant register, or (PTX) computes its value from
-    /// invariant registers alone (an instruction with an [`Inst::pure_key`]). ptxas
+    /// address, or copies or offsets an invariant register, or computes its value from
+    /// invariant registers alone (PTX: an instruction with an [`Inst::pure_key`]; either
+    /// dialect: an arithmetic, logic or compare instruction, [`Inst::alu`], whose every use,
+    /// its guard included, is invariant). ptxas
     /// re-materialises an address inside the loop when the register that held it is reused
     /// (`MOV R0, UR4` at the top of a loop whose `ATOMS.CAS R0, [R0], ...` overwrites `R0`;
     /// `LDC.64 R4, c[0x0][0x2b8]` before each `LD [R4]`), and nvcc does in PTX (`ld.param`,
@@ -141,9 +143,13 @@ impl Loop {
     /// nothing in the loop may write local memory (no local or generic store, no call): only
     /// the thread itself writes it, and libcu++'s `atomic_ref::wait` reloads the address it
     /// polls from a volatile local copy on every try (`ld.volatile.local.u64 %rd31, [%rd1]`,
-    /// SASS `LDL.64 R2, [R1]`). A clock or timer register is never invariant.
+    /// SASS `LDL.64 R2, [R1]`); so does ptxas when registers run short, spilling a flag's base
+    /// and index and reloading both on every try (`LDL.64 R6, [R1+0x28]; LDL R3, [R1+0x30];
+    /// IMAD.WIDE R8, R3, 0x4, R6; LD.E.STRONG.SYS R6, [R8.64]`). A clock or timer register is
+    /// never invariant.
     ///
     /// [`Inst::pure_key`]: fencelint_ir::Inst::pure_key
+    /// [`Inst::alu`]: fencelint_ir::Inst::alu
     pub fn is_invariant(&self, analysis: &FunctionAnalysis<'_>, at: InstId, reg: Reg) -> bool {
         self.invariant_within(analysis, at, reg, 0)
     }
@@ -170,6 +176,9 @@ impl Loop {
             if !self.contains_inst(analysis, def) {
                 return true;
             }
+            if def == at {
+                return false;
+            }
             let inst = analysis.func.inst(def);
             match inst.value {
                 Some(ValueOp::Copy(src) | ValueOp::AddImm(src, _)) if src != reg => {
@@ -180,8 +189,13 @@ impl Loop {
                     self.address_is_invariant_within(analysis, def, depth + 1)
                         && self.local_memory_unchanged(analysis)
                 }
-                _ if inst.pure_key.is_some() => {
-                    !inst.uses.contains(&reg) && inst.uses.iter().all(|&src| deeper(def, src))
+                // A register that the instruction reads and writes is invariant when what it
+                // reads is (`LDL.64 R8, [R1+0x90]; IMAD.WIDE R8, R3, 0x4, R8`): the use is
+                // followed like any other. A definition that reaches its own use is a value
+                // carried round the loop, answered at once above rather than at the depth
+                // limit.
+                _ if inst.pure_key.is_some() || inst.alu.is_some() => {
+                    inst.uses.iter().all(|&src| deeper(def, src))
                 }
                 _ => false,
             }

@@ -17,9 +17,11 @@
 //! - the CFG's successor and predecessor arrays, its dominator tree, `innermost_loop`'s table
 //!   and `Loop::memory_insts` must give what petgraph (its edge lists and `simple_fast`), a
 //!   scan of every loop and a filter of `Loop::insts` give;
-//! - `Loop::address_is_invariant`, on hand-written cases (`loop_address_invariance`);
+//! - `Loop::address_is_invariant`, on hand-written cases (`loop_address_invariance`,
+//!   `spilled_sass_poll_address_invariance`);
 //! - `Loop::feeds_itself`, on hand-written cases (`atomic_feedback`).
 
+use std::fmt::Write as _;
 use std::path::Path;
 
 use std::collections::{BTreeSet, VecDeque};
@@ -433,6 +435,24 @@ fn loop_address_invariance() {
              add.s64 %rd2, %rd1, %rd3;\nld.relaxed.gpu.global.u32 %r1, [%rd2];\n",
             false,
         ),
+        // Offset in place: the add reads the register it writes, whose definition inside the
+        // loop is a copy of an invariant register.
+        (
+            "$L: mov.b64 %rd2, %rd1;\nadd.s64 %rd2, %rd2, 8;\nld.relaxed.gpu.global.u32 %r1, [%rd2];\n",
+            true,
+        ),
+        // Base and index reloaded from local memory on every try (spilled), and summed in place.
+        (
+            "$L: ld.local.u64 %rd2, [%rd1];\nld.local.u32 %r2, [%rd1+8];\nmul.wide.s32 %rd3, %r2, 4;\n\
+             add.s64 %rd2, %rd2, %rd3;\nld.relaxed.gpu.global.u32 %r1, [%rd2];\n",
+            true,
+        ),
+        // The same with a store to local memory in the loop: the reloaded index may change.
+        (
+            "$L: ld.local.u64 %rd2, [%rd1];\nld.local.u32 %r2, [%rd1+8];\nmul.wide.s32 %rd3, %r2, 4;\n\
+             add.s64 %rd2, %rd2, %rd3;\nld.relaxed.gpu.global.u32 %r1, [%rd2];\nst.local.u32 [%rd1+8], %r1;\n",
+            false,
+        ),
     ];
     for (body, invariant) in cases {
         let text = ptx(&format!("{body}setp.eq.s32 %p1, %r1, 0;\n@%p1 bra $L;\n"));
@@ -443,6 +463,54 @@ fn loop_address_invariance() {
             .ids()
             .find(|&id| func.inst(id).opcode.starts_with("ld.relaxed"))
             .expect("the poll");
+        let lp = analysis.innermost_loop(poll).expect("the loop");
+        assert_eq!(lp.address_is_invariant(&analysis, poll), invariant, "{body}");
+    }
+}
+
+/// `Loop::address_is_invariant` on SASS, where instructions carry no value-numbering key: an
+/// address that ptxas computes inside the poll loop from a base and an index it reloads from
+/// the stack on every try (registers ran short), in a new register or in place. The listing is
+/// hand-written (a test input in cuobjdump's form, not compiler output), after the shape of a
+/// poll in a vendor library's all-reduce kernels.
+#[test]
+fn spilled_sass_poll_address_invariance() {
+    // (the poll loop, whether the poll's address is the same every iteration)
+    let cases = [
+        ("LDL.64 R6, [R1+0x28] ;\nLDL R3, [R1+0x30] ;\nIMAD.WIDE R8, R3, 0x4, R6 ;", true),
+        ("LDL.64 R8, [R1+0x28] ;\nLDL R3, [R1+0x30] ;\nIMAD.WIDE R8, R3, 0x4, R8 ;", true),
+        // The index advances every iteration.
+        ("LDL.64 R6, [R1+0x28] ;\nIADD3 R3, R3, 0x1, RZ ;\nIMAD.WIDE R8, R3, 0x4, R6 ;", false),
+        // The index is stored back to the stack in the loop.
+        (
+            "LDL.64 R6, [R1+0x28] ;\nLDL R3, [R1+0x30] ;\nIMAD.WIDE R8, R3, 0x4, R6 ;\n\
+             STL [R1+0x30], R0 ;",
+            false,
+        ),
+    ];
+    for (body, invariant) in cases {
+        let mut lines = vec!["LDC R1, c[0x0][0x28] ;".to_owned(), "MOV R3, RZ ;".to_owned()];
+        let top = lines.len() * 16;
+        lines.extend(body.lines().map(|line| line.trim().to_owned()));
+        lines.extend([
+            "LD.E.STRONG.SYS R0, desc[UR36][R8.64] ;".to_owned(),
+            "ISETP.GT.AND P0, PT, R0, -0x1, PT ;".to_owned(),
+            format!("@!P0 BRA {top:#x} ;"),
+            "EXIT ;".to_owned(),
+        ]);
+        let mut text = String::from(
+            "\n\tcode for sm_90\n\t\tFunction : k\n\t.headerflags\t@\"EF_CUDA_SM90 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)\"\n",
+        );
+        for (index, line) in lines.iter().enumerate() {
+            writeln!(text, "        /*{:04x}*/                   {line}", index * 16).unwrap();
+        }
+        text.push_str("\t\t..........\n");
+        let kind = InputKind::Sass(fencelint_sass::SassFormat::CuobjdumpText);
+        let lowered = fencelint_lower::lower(FileId(0), &text, kind, 0);
+        let func = &lowered.modules[0].functions[0];
+        let analysis = FunctionAnalysis::new(func);
+        let poll =
+            func.ids().find(|&id| func.inst(id).opcode == "LD.E.STRONG.SYS").expect("the poll");
         let lp = analysis.innermost_loop(poll).expect("the loop");
         assert_eq!(lp.address_is_invariant(&analysis, poll), invariant, "{body}");
     }
