@@ -104,13 +104,15 @@ fn unwaited_handovers(
     )
 }
 
-/// For an mbarrier arrive `handover` that an access reaches unwaited: the wait and the arrive
-/// after it when every path from `handover` waits for the access before the thread exits, and
-/// the first arrive after that wait is on another mbarrier. The thread then hands the columns
-/// over at that later arrive, and `handover` most likely releases something else (a
-/// shared-memory stage): the shape of every finding on the flashinfer-cubin sample
-/// (docs/audit.md). A later `tcgen05.dealloc`, barrier or arrive on the same mbarrier does not
-/// count.
+/// For an mbarrier arrive or CTA barrier `handover` that an access reaches unwaited: the wait
+/// and the arrive after it when every path from `handover` waits for the access before the
+/// thread exits, and the first handover after that wait is an arrive on another mbarrier (any
+/// mbarrier, after a CTA barrier). The thread then hands the columns over at that later
+/// arrive, and `handover` most likely releases something else: a shared-memory stage, the
+/// shape of every finding on the flashinfer-cubin sample, or a named barrier among the
+/// epilogue's threads that guards a staging buffer, the shape of CUTLASS's sub-tiled TMEM
+/// epilogues (docs/audit.md). A `tcgen05.dealloc`, a cluster barrier, or a barrier or arrive on
+/// the same mbarrier after the wait does not count.
 fn waited_before_another_arrive(
     analysis: &FunctionAnalysis<'_>,
     handover: InstId,
@@ -121,7 +123,11 @@ fn waited_before_another_arrive(
         InstKind::Mbarrier(MbarrierOp::Arrive { .. }) => func.inst(id).address.as_ref(),
         _ => None,
     };
-    let first_address = arrive_address(handover)?;
+    // The mbarrier the handover arrives on; none for a CTA barrier.
+    let first_address = match func.inst(handover).kind {
+        InstKind::Barrier(Barrier::CtaSync | Barrier::CtaArrive | Barrier::CtaReduce) => None,
+        _ => Some(arrive_address(handover)?),
+    };
     let waits =
         |id: InstId| matches!(func.inst(id).kind, InstKind::Tcgen05(op) if kind.completes(op));
     let after = Point::After(handover);
@@ -134,7 +140,7 @@ fn waited_before_another_arrive(
     let &next = analysis
         .reachable_avoiding(Point::After(wait), |id| is_handover(&func.inst(id).kind), |_| false)
         .first()?;
-    (arrive_address(next)? != first_address).then_some((wait, next))
+    (Some(arrive_address(next)?) != first_address).then_some((wait, next))
 }
 
 fn report(
@@ -167,7 +173,11 @@ fn report(
         _ => "the columns are handed over here",
     };
     let help = if later.is_some() {
-        format!("if this arrive hands the columns over, insert `{};` before it", kind.wait())
+        let this = match handover_inst.kind {
+            InstKind::Mbarrier(_) => "arrive",
+            _ => "barrier",
+        };
+        format!("if this {this} hands the columns over, insert `{};` before it", kind.wait())
     } else if sass {
         format!(
             "insert `{};` after the `tcgen05.st` in the PTX (ptxas emits `FENCE.VIEW.ASYNC.T`)",
@@ -196,8 +206,8 @@ fn report(
             .secondary(next, "and then handed over on another mbarrier")
             .note(
                 "the access is waited for later, before an arrive on another mbarrier: that \
-                 arrive most likely hands the columns over and this one releases something \
-                 else, which SASS and PTX cannot tell apart (reported as a note)",
+                 arrive most likely hands the columns over and this handover releases \
+                 something else, which SASS and PTX cannot tell apart (reported as a note)",
             );
     }
     drop(report);
