@@ -48,6 +48,10 @@ impl FunctionAnalysis<'_> {
 fn decider_of(analysis: &FunctionAnalysis<'_>, block: BlockId) -> Option<Decider> {
     let func = analysis.func;
     let branch = analysis.cond_branch(block)?;
+    // A branch with a second condition is not decided by its guard alone.
+    if branch.condition.is_some() {
+        return None;
+    }
     let (guard, last) = (branch.guard, branch.inst);
     let range = &analysis.cfg.block(block).insts;
     // The last write of the guard before the branch: an unguarded comparison with a constant.

@@ -85,6 +85,9 @@ pub(crate) struct OutcomeInfo {
 pub(crate) struct CondBranch {
     pub(crate) inst: InstId,
     pub(crate) guard: fencelint_ir::Guard,
+    /// A second condition beside the guard (SASS `@P4 BRA P0, target`): the branch is taken
+    /// when both hold, so the way not taken says only that one of them fails.
+    pub(crate) condition: Option<fencelint_ir::Guard>,
     pub(crate) taken: BlockId,
     pub(crate) not_taken: BlockId,
 }
@@ -111,7 +114,7 @@ impl FunctionAnalysis<'_> {
         if taken == not_taken || !successors.contains(&taken) || !successors.contains(&not_taken) {
             return None;
         }
-        Some(CondBranch { inst, guard, taken, not_taken })
+        Some(CondBranch { inst, guard, condition: control.condition, taken, not_taken })
     }
 
     /// Whether walks can learn anything in this function.
@@ -129,9 +132,16 @@ impl FunctionAnalysis<'_> {
             return None;
         }
         let branch = self.cond_branch(block)?;
-        let value = self.value_number(branch.inst, branch.guard.reg);
-        let holds = outcomes.get(value)?;
-        Some(if holds == branch.guard.negated { branch.not_taken } else { branch.taken })
+        let holds = |guard: fencelint_ir::Guard| {
+            outcomes.get(self.value_number(branch.inst, guard.reg)).map(|v| v != guard.negated)
+        };
+        let guard = holds(branch.guard);
+        let condition = branch.condition.map_or(Some(true), holds);
+        match (guard, condition) {
+            (Some(false), _) | (_, Some(false)) => Some(branch.not_taken),
+            (Some(true), Some(true)) => Some(branch.taken),
+            _ => None,
+        }
     }
 
     /// Adds to `outcomes` what following the edge from `block` to `succ` teaches: the value of
@@ -139,12 +149,19 @@ impl FunctionAnalysis<'_> {
     pub(crate) fn learn_edge(&self, block: BlockId, succ: BlockId, outcomes: &mut Outcomes) {
         let Some(branch) = self.cond_branch(block) else { return };
         let info = self.outcome_info();
-        let value = self.value_number(branch.inst, branch.guard.reg);
-        if !info.useful.contains(&value) {
+        let taken = succ == branch.taken;
+        // With a second condition, only the way taken says what each of the two is.
+        if branch.condition.is_some() && !taken {
             return;
         }
-        let taken = succ == branch.taken;
-        if outcomes.insert(value, taken != branch.guard.negated) {
+        let mut learned = false;
+        for guard in std::iter::once(branch.guard).chain(branch.condition) {
+            let value = self.value_number(branch.inst, guard.reg);
+            if info.useful.contains(&value) && outcomes.insert(value, taken != guard.negated) {
+                learned = true;
+            }
+        }
+        if learned {
             close(info, outcomes);
         }
     }
@@ -155,7 +172,9 @@ impl FunctionAnalysis<'_> {
             let mut info = OutcomeInfo::default();
             for block in self.cfg.block_ids() {
                 if let Some(branch) = self.cond_branch(block) {
-                    self.take_apart(branch.inst, branch.guard.reg, 0, &mut count, &mut info);
+                    for guard in std::iter::once(branch.guard).chain(branch.condition) {
+                        self.take_apart(branch.inst, guard.reg, 0, &mut count, &mut info);
+                    }
                 }
             }
             info.useful = count.iter().filter(|&(_, &n)| n >= 2).map(|(&v, _)| v).collect();

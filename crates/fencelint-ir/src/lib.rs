@@ -173,6 +173,9 @@ pub struct Control {
     pub exits: bool,
     /// An indirect branch whose targets are not all known.
     pub indirect: bool,
+    /// A branch's second condition, written as an operand beside its guard (SASS
+    /// `@P4 BRA P0, target`): the branch is taken only when the guard and this both hold.
+    pub condition: Option<Guard>,
 }
 
 /// A name that analyses copy often (a parameter, a variable, a constant-bank slot): shared, so
@@ -512,7 +515,8 @@ impl Inst {
         self.kind.mem()
     }
 
-    /// Renames every register the instruction names: definitions, uses, the guard, the value,
+    /// Renames every register the instruction names: definitions, uses, the guard and a branch's
+    /// second condition, the value,
     /// the addresses and the A fragment of a register-A MMA. For code copied from one function
     /// into another, whose registers are numbered apart. The value-number key, made of register
     /// numbers, is dropped.
@@ -520,7 +524,7 @@ impl Inst {
         for reg in self.defs.iter_mut().chain(self.uses.iter_mut()) {
             *reg = map(*reg);
         }
-        if let Some(guard) = &mut self.guard {
+        for guard in self.guard.iter_mut().chain(self.control.condition.iter_mut()) {
             guard.reg = map(guard.reg);
         }
         if let Some(value) = &mut self.value {

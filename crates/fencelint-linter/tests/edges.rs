@@ -1,6 +1,8 @@
 //! `FunctionAnalysis::forced_successor` and the forward walks on hand-written PTX: a block that
 //! compares a register with a constant and branches on it goes one way only when it is entered
 //! from a block that last set that register to a constant; anything less certain keeps both ways.
+//! Also a SASS branch with a second condition beside its guard (`@P0 BRA P1, target`), on
+//! hand-written listings.
 
 use fencelint_cfg::{BlockId, FunctionAnalysis};
 use fencelint_ir::Function;
@@ -302,4 +304,92 @@ fn an_outcome_is_forgotten_when_the_path_goes_round_a_loop() {
     assert!(complete);
     // The first iteration branches back (`%p2` true); the second may fall through to the store.
     assert_eq!(counts.into_iter().collect::<Vec<_>>(), [0, 1, 2]);
+}
+
+/// Lowers a hand-written cuobjdump listing (a test input, not compiler output) of one function,
+/// one instruction a line, at addresses 0x0, 0x10, ...
+fn sass_function(lines: &[&str]) -> Function {
+    use std::fmt::Write as _;
+    let mut text = String::from(
+        "\n\tcode for sm_90\n\t\tFunction : k\n\t.headerflags\t@\"EF_CUDA_SM90 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)\"\n",
+    );
+    for (index, line) in lines.iter().enumerate() {
+        writeln!(text, "        /*{:04x}*/                   {line}", index * 16).unwrap();
+    }
+    text.push_str("\t\t..........\n");
+    let kind = InputKind::Sass(fencelint_sass::SassFormat::CuobjdumpText);
+    let lowered = fencelint_lower::lower(FileId(0), &text, kind, 0);
+    assert!(lowered.diagnostics.is_empty(), "{:?}", lowered.diagnostics);
+    lowered.modules.into_iter().next().unwrap().functions.into_iter().next().unwrap()
+}
+
+/// Whether a walk from the first `STS` reaches the last one without passing the others, with
+/// and without remembering branch outcomes.
+fn sass_reaches_end(lines: &[&str]) -> (bool, bool) {
+    let func = sass_function(lines);
+    let analysis = FunctionAnalysis::new(&func);
+    let stores: Vec<_> = func.ids().filter(|&id| func.inst(id).opcode == "STS").collect();
+    let (start, end) = (stores[0], *stores.last().unwrap());
+    let run = |learning: bool| {
+        let mut reached = false;
+        let step = |id, ()| {
+            if id == end {
+                reached = true;
+            }
+            (!stores.contains(&id) || id == end).then_some(())
+        };
+        if learning {
+            analysis.walk_forward_learning(start, (), step);
+        } else {
+            analysis.walk_forward(start, (), step);
+        }
+        reached
+    };
+    (run(false), run(true))
+}
+
+/// `@P0 BRA P1, target` jumps when both predicates hold. Not taken, it says only that one of
+/// them fails: `P0` may hold, and the later `@P0 BRA` may jump.
+#[test]
+fn a_branch_with_a_second_condition_falls_through_with_its_guard_unknown() {
+    let lines = [
+        "LDC R1, c[0x0][0x28] ;",
+        "LDC R2, c[0x0][0x210] ;",
+        "LDC R3, c[0x0][0x214] ;",
+        "STS [R1], R2 ;",
+        "ISETP.NE.AND P0, PT, R2, RZ, PT ;",
+        "ISETP.NE.AND P1, PT, R3, RZ, PT ;",
+        "@P0 BRA P1, 0xa0 ;",
+        "@P0 BRA 0xc0 ;",
+        "STS [R1+0x4], R2 ;",
+        "EXIT ;",
+        "STS [R1+0x8], R2 ;",
+        "EXIT ;",
+        "STS [R1+0xc], R2 ;",
+        "EXIT ;",
+    ];
+    let func = sass_function(&lines);
+    let branch = func.inst(fencelint_ir::InstId(6));
+    assert!(branch.guard.is_some() && branch.control.condition.is_some(), "{branch:?}");
+    assert_eq!(sass_reaches_end(&lines), (true, true));
+}
+
+/// Taken, the same branch says that both hold: a later `@!P1 BRA` never jumps.
+#[test]
+fn a_branch_with_a_second_condition_taken_knows_both() {
+    let lines = [
+        "LDC R1, c[0x0][0x28] ;",
+        "LDC R2, c[0x0][0x210] ;",
+        "LDC R3, c[0x0][0x214] ;",
+        "STS [R1], R2 ;",
+        "ISETP.NE.AND P0, PT, R2, RZ, PT ;",
+        "ISETP.NE.AND P1, PT, R3, RZ, PT ;",
+        "@P0 BRA P1, 0x80 ;",
+        "EXIT ;",
+        "@!P1 BRA 0xa0 ;",
+        "EXIT ;",
+        "STS [R1+0x4], R2 ;",
+        "EXIT ;",
+    ];
+    assert_eq!(sass_reaches_end(&lines), (true, false));
 }

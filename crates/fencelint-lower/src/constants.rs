@@ -40,6 +40,7 @@ pub(crate) fn fold_constant_branches(func: &mut Function) -> usize {
                 matches!(inst.kind, InstKind::Branch)
                     && !inst.control.targets.is_empty()
                     && !inst.control.indirect
+                    && inst.control.condition.is_none()
             })?;
             let taken = defs.truth(func, guard.reg, 0)? != guard.negated;
             Some((i, taken))
@@ -249,10 +250,22 @@ impl Known {
         self.preds.iter().find(|(r, _)| *r == reg).map(|&(_, v)| v)
     }
 
-    /// Decides the guard of `inst` when a known predicate is its guard, then learns what it
-    /// writes. Returns 1 when the guard was decided.
+    /// Decides the guard of `inst` (and a branch's second condition) when a known predicate is
+    /// its guard, then learns what it writes. Returns 1 when the guard was decided.
     fn step(&mut self, inst: &mut Inst) -> usize {
         let mut folded = 0;
+        // A second condition that is known: the branch never jumps, or its guard alone decides.
+        if let Some(condition) = inst.control.condition
+            && let Some(truth) = self.pred(condition.reg)
+        {
+            folded = 1;
+            if truth == condition.negated {
+                make_inert(inst);
+                inst.control = fencelint_ir::Control { falls_through: true, ..Default::default() };
+                return folded;
+            }
+            inst.control.condition = None;
+        }
         if let Some(guard) = inst.guard
             && let Some(truth) = self.pred(guard.reg)
         {
@@ -264,8 +277,11 @@ impl Known {
                 inst.control = fencelint_ir::Control { falls_through: true, ..Default::default() };
                 return folded;
             }
-            inst.guard = None;
-            if inst.is_branch() || inst.control.exits || matches!(inst.kind, InstKind::Return) {
+            // A branch's second condition becomes its guard.
+            inst.guard = inst.control.condition.take();
+            if inst.guard.is_none()
+                && (inst.is_branch() || inst.control.exits || matches!(inst.kind, InstKind::Return))
+            {
                 inst.control.falls_through = false;
             }
         }
@@ -548,6 +564,22 @@ mod tests {
             guarded_loads(&exit),
             [("LDG.E.STRONG.GPU", false), ("CCTL.IVALL", false), ("LDG.E.STRONG.SYS", false)]
         );
+    }
+
+    /// `@!P0 BRA P1, target` with `!P0` known to hold jumps when `P1` does: it stays a
+    /// conditional branch guarded by `P1`, and the load after it stays reachable (as a jump
+    /// that always leaves, it made the load unreachable and inert). The load starts a block,
+    /// where the fold keeps only the registers the copy never writes: its guard stays.
+    #[test]
+    fn a_decided_guard_leaves_a_branch_its_second_condition() {
+        let branch = sass("MOV R6, 0x2 ;", "@!P0 BRA P1, 0x60 ;");
+        assert_eq!(
+            guarded_loads(&branch),
+            [("LDG.E.STRONG.GPU", false), ("CCTL.IVALL", false), ("LDG.E.STRONG.SYS", true)]
+        );
+        let bra = branch.insts.iter().find(|inst| inst.opcode == "BRA").expect("the branch");
+        assert!(bra.guard.is_some() && bra.control.condition.is_none(), "{bra:?}");
+        assert!(bra.control.falls_through);
     }
 
     #[test]

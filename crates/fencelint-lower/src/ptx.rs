@@ -597,6 +597,7 @@ fn bind(
                 falls_through,
                 exits: return_to.is_none(),
                 indirect: false,
+                condition: None,
             };
         }
     }

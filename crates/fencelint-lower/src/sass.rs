@@ -12,7 +12,10 @@
 //!   `@!PT LDS RZ, [RZ]` as filler) and branches to it land on the next instruction;
 //! - `RZ`, `URZ`, `PT` and `UPT` are neither defined nor used; `R2.64` uses `R2` and `R3`;
 //! - a branch whose condition is an operand (`BRA.U !UP0, target`) gets that predicate as its
-//!   guard, so that rules read one shape for both spellings.
+//!   guard, so that rules read one shape for both spellings; beside a guard the operand is the
+//!   branch's second condition (`@P4 BRA P0, target`, [`Control::condition`]).
+//!
+//! [`Control::condition`]: fencelint_ir::Control::condition
 
 mod table;
 
@@ -1738,14 +1741,18 @@ fn set_control<'a>(
                 operands.iter().any(|o| {
                     o.reg().is_some_and(|r| is_predicate(r.reg) && (!r.reg.is_true() || o.invert))
                 }) || inst.opcode.split('.').skip(1).any(|m| matches!(m, "DIV" | "CONV"));
-            if !guarded
-                && let Some((reg, operand)) = condition
-                && let Some(reg) = func.reg(reg.reg)
-            {
-                out.guard = Some(Guard { reg, negated: operand.invert });
+            // The operand alone decides an unguarded branch; beside a guard it is a second
+            // condition (`@P4 BRA P0, target` jumps when both hold).
+            let operand = condition.and_then(|(reg, operand)| {
+                func.reg(reg.reg).map(|reg| Guard { reg, negated: operand.invert })
+            });
+            let second = if guarded { operand } else { None };
+            if !guarded && operand.is_some() {
+                out.guard = operand;
             }
             let conditional = guarded || conditional_operand;
-            out.control = Control { falls_through: conditional, ..Control::default() };
+            out.control =
+                Control { falls_through: conditional, condition: second, ..Control::default() };
             if indirect {
                 // nvdisasm lists the targets of a jump table; cuobjdump and nvdisasm JSON do
                 // not, and the CFG then over-approximates them (`Cfg::build`).

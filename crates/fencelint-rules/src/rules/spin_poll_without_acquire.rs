@@ -1036,7 +1036,9 @@ fn exits_past_sentinel(
     let falls = inst.control.falls_through
         && branch.index() + 1 < func.insts.len()
         && analysis.cfg.block_of(InstId(branch.0 + 1)) == exit_to;
-    if taken == falls {
+    // Beside a second condition (`@P4 BRA P0, target`) the guard is known only where the
+    // branch is taken.
+    if taken == falls || (falls && inst.control.condition.is_some()) {
         return false;
     }
     // SASS compares a zero-extended 16-bit value with `0xffff` at 32 bits.
