@@ -2,7 +2,7 @@
 //! polls again. Both poll rules take the way past such a test as a wait's way out.
 
 use fencelint_cfg::{BlockId, FunctionAnalysis, Loop};
-use fencelint_ir::{Inst, InstId};
+use fencelint_ir::{AddrBase, Inst, InstId, Reg};
 
 /// A conditional branch inside a loop whose one side goes back to the loop's header through
 /// blocks with no memory or ordering instruction and polls again (the retry), and whose other
@@ -72,6 +72,11 @@ pub(crate) fn retried_tests(
             if block == test {
                 return None;
             }
+            // A way back to the header through a counted loop's latch (`j += stride; if (j <
+            // n) goto head;`) starts new work, not the same test tried again.
+            if !past && counts_steps(analysis, lp, block) {
+                return None;
+            }
             for next in cfg.successors(block) {
                 if !lp.contains(next) || seen.contains(&(next, past)) {
                     continue;
@@ -106,4 +111,72 @@ pub(crate) fn retried_tests(
         found.push(RetriedTest { test: block, go, polls });
     }
     found
+}
+
+/// Whether `block` ends with a test that may leave `lp` and that compares a register the block
+/// itself wrote before it, and writes a register that leads to an address the loop accesses:
+/// the latch of a counted loop (`add.s64 %rd52, %rd52, %rd5; setp.lt.s64 %p7, %rd52, %rd27;
+/// @%p7 bra $L_head`, with `%rd52` indexing the next step's reads; or a trip count beside the
+/// step, `add.s64 %rd47, %rd47, %rd5; add.s64 %rd46, %rd46, 1; setp.ne.b64 %p6, %rd46, 0`),
+/// which moves on to the next step.
+/// A wait's way back through the loop's condition tests what it tested before (`setp.lt.s32
+/// %p3, %r12, %r6` with neither register written on the way), and a spin count that ends the
+/// wait (`add.s32 %r959, %r1744, 1; setp.lt.u32 %p359, %r959, 10000`) indexes no memory.
+fn counts_steps(analysis: &FunctionAnalysis<'_>, lp: &Loop, block: BlockId) -> bool {
+    let func = analysis.func;
+    let cfg = &analysis.cfg;
+    if !cfg.successors(block).any(|next| !lp.contains(next)) {
+        return false;
+    }
+    let ids: Vec<InstId> = cfg.block(block).ids().collect();
+    let Some((&branch, before)) = ids.split_last() else { return false };
+    let Some(guard) = func.inst(branch).guard else { return false };
+    let Some(at) = before.iter().rposition(|&id| func.inst(id).defs.contains(&guard.reg)) else {
+        return false;
+    };
+    let counted = func
+        .inst(before[at])
+        .uses
+        .iter()
+        .any(|used| before[..at].iter().any(|&id| func.inst(id).defs.contains(used)));
+    counted
+        && before
+            .iter()
+            .flat_map(|&id| &func.inst(id).defs)
+            .any(|&def| indexes_memory_in(analysis, lp, def))
+}
+
+/// Whether a value of `reg` reaches the address of a memory access of `lp`, directly or through
+/// a chain of at most seven other instructions of the loop (by register name: a heuristic).
+fn indexes_memory_in(analysis: &FunctionAnalysis<'_>, lp: &Loop, reg: Reg) -> bool {
+    let func = analysis.func;
+    let mut regs = vec![reg];
+    for _ in 0..8 {
+        let mut next = Vec::new();
+        for &reg in &regs {
+            for &id in analysis.use_sites(reg) {
+                if !lp.contains_inst(analysis, id) {
+                    continue;
+                }
+                let inst = func.inst(id);
+                if inst.mem().is_some() {
+                    let in_address = inst.address.as_ref().is_some_and(|a| match &a.base {
+                        AddrBase::Reg(base) => *base == reg,
+                        AddrBase::Complex(bases) => bases.contains(&reg),
+                        AddrBase::Symbol(_) | AddrBase::Absolute => false,
+                    });
+                    if in_address {
+                        return true;
+                    }
+                } else {
+                    next.extend(inst.defs.iter().copied().filter(|d| !regs.contains(d)));
+                }
+            }
+        }
+        if next.is_empty() {
+            return false;
+        }
+        regs = next;
+    }
+    false
 }
