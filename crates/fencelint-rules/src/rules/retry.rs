@@ -148,13 +148,20 @@ fn counts_steps(analysis: &FunctionAnalysis<'_>, lp: &Loop, block: BlockId) -> b
 
 /// Whether a value of `reg` reaches the address of a memory access of `lp`, directly or through
 /// a chain of at most seven other instructions of the loop (by register name: a heuristic).
+/// Each register is followed once, and at most [`MAX_INDEX_SITES`] reads of them are looked at.
 fn indexes_memory_in(analysis: &FunctionAnalysis<'_>, lp: &Loop, reg: Reg) -> bool {
     let func = analysis.func;
+    let mut seen = vec![reg];
     let mut regs = vec![reg];
+    let mut sites = 0;
     for _ in 0..8 {
         let mut next = Vec::new();
         for &reg in &regs {
             for &id in analysis.use_sites(reg) {
+                sites += 1;
+                if sites > MAX_INDEX_SITES {
+                    return false;
+                }
                 if !lp.contains_inst(analysis, id) {
                     continue;
                 }
@@ -169,7 +176,12 @@ fn indexes_memory_in(analysis: &FunctionAnalysis<'_>, lp: &Loop, reg: Reg) -> bo
                         return true;
                     }
                 } else {
-                    next.extend(inst.defs.iter().copied().filter(|d| !regs.contains(d)));
+                    for &def in &inst.defs {
+                        if !seen.contains(&def) {
+                            seen.push(def);
+                            next.push(def);
+                        }
+                    }
                 }
             }
         }
@@ -180,3 +192,6 @@ fn indexes_memory_in(analysis: &FunctionAnalysis<'_>, lp: &Loop, reg: Reg) -> bo
     }
     false
 }
+
+/// How many register reads [`indexes_memory_in`] looks at before it gives up.
+const MAX_INDEX_SITES: usize = 256;
