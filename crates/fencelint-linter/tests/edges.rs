@@ -9,6 +9,9 @@ use fencelint_ir::Function;
 use fencelint_linter::InputKind;
 use fencelint_source::FileId;
 
+mod support;
+use support::sass_function;
+
 /// Lowers one kernel whose body is `body` (registers `%p<4>`, `%r<40>`, `%f<4>`).
 fn kernel(body: &str) -> Function {
     let text = format!(
@@ -200,10 +203,14 @@ fn the_compiled_sass_loop_foot_is_decided_by_the_exit_edge() {
 /// Whether a walk from the first `st.shared` reaches the last one without passing the other
 /// stores (each ends the path), with and without remembering branch outcomes.
 fn reaches_end(body: &str) -> (bool, bool) {
-    let func = kernel(body);
-    let analysis = FunctionAnalysis::new(&func);
-    let stores: Vec<_> =
-        func.ids().filter(|&id| func.inst(id).opcode.starts_with("st.shared")).collect();
+    reaches_last_store(&kernel(body), |opcode| opcode.starts_with("st.shared"))
+}
+
+/// Whether a walk from the first store (`is_store` of its opcode) reaches the last one without
+/// passing the others, with and without remembering branch outcomes.
+fn reaches_last_store(func: &Function, is_store: impl Fn(&str) -> bool) -> (bool, bool) {
+    let analysis = FunctionAnalysis::new(func);
+    let stores: Vec<_> = func.ids().filter(|&id| is_store(&func.inst(id).opcode)).collect();
     let (start, end) = (stores[0], *stores.last().unwrap());
     let run = |learning: bool| {
         let mut reached = false;
@@ -306,46 +313,10 @@ fn an_outcome_is_forgotten_when_the_path_goes_round_a_loop() {
     assert_eq!(counts.into_iter().collect::<Vec<_>>(), [0, 1, 2]);
 }
 
-/// Lowers a hand-written cuobjdump listing (a test input, not compiler output) of one function,
-/// one instruction a line, at addresses 0x0, 0x10, ...
-fn sass_function(lines: &[&str]) -> Function {
-    use std::fmt::Write as _;
-    let mut text = String::from(
-        "\n\tcode for sm_90\n\t\tFunction : k\n\t.headerflags\t@\"EF_CUDA_SM90 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)\"\n",
-    );
-    for (index, line) in lines.iter().enumerate() {
-        writeln!(text, "        /*{:04x}*/                   {line}", index * 16).unwrap();
-    }
-    text.push_str("\t\t..........\n");
-    let kind = InputKind::Sass(fencelint_sass::SassFormat::CuobjdumpText);
-    let lowered = fencelint_lower::lower(FileId(0), &text, kind, 0);
-    assert!(lowered.diagnostics.is_empty(), "{:?}", lowered.diagnostics);
-    lowered.modules.into_iter().next().unwrap().functions.into_iter().next().unwrap()
-}
-
-/// Whether a walk from the first `STS` reaches the last one without passing the others, with
-/// and without remembering branch outcomes.
+/// Whether a walk from the first `STS` of a hand-written listing reaches the last one without
+/// passing the others, with and without remembering branch outcomes.
 fn sass_reaches_end(lines: &[&str]) -> (bool, bool) {
-    let func = sass_function(lines);
-    let analysis = FunctionAnalysis::new(&func);
-    let stores: Vec<_> = func.ids().filter(|&id| func.inst(id).opcode == "STS").collect();
-    let (start, end) = (stores[0], *stores.last().unwrap());
-    let run = |learning: bool| {
-        let mut reached = false;
-        let step = |id, ()| {
-            if id == end {
-                reached = true;
-            }
-            (!stores.contains(&id) || id == end).then_some(())
-        };
-        if learning {
-            analysis.walk_forward_learning(start, (), step);
-        } else {
-            analysis.walk_forward(start, (), step);
-        }
-        reached
-    };
-    (run(false), run(true))
+    reaches_last_store(&sass_function(lines), |opcode| opcode == "STS")
 }
 
 /// `@P0 BRA P1, target` jumps when both predicates hold. Not taken, it says only that one of

@@ -21,7 +21,6 @@
 //!   `spilled_sass_poll_address_invariance`);
 //! - `Loop::feeds_itself`, on hand-written cases (`atomic_feedback`).
 
-use std::fmt::Write as _;
 use std::path::Path;
 
 use std::collections::{BTreeSet, VecDeque};
@@ -30,6 +29,8 @@ use fencelint_cfg::{BlockId, FunctionAnalysis, Point, Reach};
 use fencelint_ir::{Function, InstId, InstKind, Reg};
 use fencelint_linter::{InputKind, detect};
 use fencelint_source::FileId;
+
+mod support;
 
 fn compiled_fixtures() -> Vec<std::path::PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/compiled");
@@ -498,16 +499,8 @@ fn spilled_sass_poll_address_invariance() {
             format!("@!P0 BRA {top:#x} ;"),
             "EXIT ;".to_owned(),
         ]);
-        let mut text = String::from(
-            "\n\tcode for sm_90\n\t\tFunction : k\n\t.headerflags\t@\"EF_CUDA_SM90 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)\"\n",
-        );
-        for (index, line) in lines.iter().enumerate() {
-            writeln!(text, "        /*{:04x}*/                   {line}", index * 16).unwrap();
-        }
-        text.push_str("\t\t..........\n");
-        let kind = InputKind::Sass(fencelint_sass::SassFormat::CuobjdumpText);
-        let lowered = fencelint_lower::lower(FileId(0), &text, kind, 0);
-        let func = &lowered.modules[0].functions[0];
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let func = &support::sass_function(&lines);
         let analysis = FunctionAnalysis::new(func);
         let poll =
             func.ids().find(|&id| func.inst(id).opcode == "LD.E.STRONG.SYS").expect("the poll");

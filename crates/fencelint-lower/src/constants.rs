@@ -80,6 +80,14 @@ fn make_unreached_inert(func: &mut Function, before: Option<Vec<bool>>) {
     }
 }
 
+/// An instruction whose guard (or a branch whose second condition) never holds: it writes
+/// nothing, and control goes on to the next instruction (a branch never jumps, an exit or
+/// return never leaves).
+fn never_runs(inst: &mut Inst) {
+    make_inert(inst);
+    inst.control = fencelint_ir::Control { falls_through: true, ..Default::default() };
+}
+
 /// An instruction that never runs: it reads, writes and orders nothing. Its place, its text and
 /// the way control leaves it stay.
 fn make_inert(inst: &mut Inst) {
@@ -260,8 +268,7 @@ impl Known {
         {
             folded = 1;
             if truth == condition.negated {
-                make_inert(inst);
-                inst.control = fencelint_ir::Control { falls_through: true, ..Default::default() };
+                never_runs(inst);
                 return folded;
             }
             inst.control.condition = None;
@@ -271,10 +278,7 @@ impl Known {
         {
             folded = 1;
             if truth == guard.negated {
-                // Never runs: it writes nothing, and control goes on to the next instruction (a
-                // branch never jumps, an exit or return never leaves).
-                make_inert(inst);
-                inst.control = fencelint_ir::Control { falls_through: true, ..Default::default() };
+                never_runs(inst);
                 return folded;
             }
             // A branch's second condition becomes its guard.
