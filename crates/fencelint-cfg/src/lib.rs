@@ -22,7 +22,7 @@ pub use cfg::{Block, BlockId, Cfg, EdgeKind};
 pub use dataflow::{Point, Reach};
 pub use dominators::DomTree;
 pub use loops::Loop;
-pub use object::AddrSum;
+pub use object::{AddrSpan, AddrSum};
 pub use outcomes::Outcomes;
 pub use values::ValueNumber;
 

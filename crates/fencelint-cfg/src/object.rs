@@ -151,3 +151,171 @@ impl FunctionAnalysis<'_> {
         Some(sum)
     }
 }
+
+/// The bytes an address may point to: an object (or none, for an absolute address) and the
+/// range of offsets from its start over every value the address's other terms can take.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AddrSpan {
+    pub object: Option<AddrRoot>,
+    /// The smallest offset.
+    pub lo: i64,
+    /// The largest offset; `None` when there is no bound (a loop counter that only grows).
+    pub hi: Option<i64>,
+}
+
+impl AddrSpan {
+    fn exact(object: Option<AddrRoot>, value: i64) -> Self {
+        Self { object, lo: value, hi: Some(value) }
+    }
+
+    /// Whether `len` bytes at this address and `other_len` bytes at `other` may share a byte.
+    /// Spans into different objects (or only one into an object) are taken to meet.
+    pub fn may_meet(&self, len: i64, other: &Self, other_len: i64) -> bool {
+        let below = |a: &Self, b: &Self, len: i64| a.hi.is_some_and(|hi| hi + len.max(1) <= b.lo);
+        self.object != other.object || !(below(self, other, len) || below(other, self, other_len))
+    }
+}
+
+/// The largest magnitude a bound of a span may reach: within it, no 32-bit arithmetic wraps.
+const SPAN_LIMIT: i64 = i32::MAX as i64;
+
+impl FunctionAnalysis<'_> {
+    /// The span of the address operand of `at`: its object and offset range, seen through
+    /// moves, constant adds and multiplies, sums, `or`s, masks and shifts, down to constants and
+    /// the thread's own indices (`%tid.x` is at most 1023, `%laneid` at most 31, ...). A
+    /// register that a loop only adds a non-negative constant to (`add.s32 %r5, %r5, 4`) is
+    /// at least what it starts from, with no upper bound: index arithmetic is taken not to
+    /// overflow (in C++ it cannot, for the signed `int` indices compilers emit it for). `None`
+    /// when a term is anything else (a loaded or passed-in value) or a bound grows past what
+    /// 32 bits hold. PTX: SASS reads its indices through `S2R`, which carries no value.
+    pub fn address_span(&self, at: InstId, address: &Address) -> Option<AddrSpan> {
+        let base = match &address.base {
+            AddrBase::Symbol(name) => AddrSpan::exact(Some(AddrRoot::Symbol(name.clone())), 0),
+            AddrBase::Absolute => AddrSpan::exact(None, 0),
+            AddrBase::Reg(reg) => self.reg_span(at, *reg, &mut 0)?,
+            AddrBase::Complex(_) => return None,
+        };
+        shifted(base, address.offset)
+    }
+
+    /// The span of `reg` as `at` reads it; `steps` counts the registers looked at, within
+    /// [`MAX_STEPS`].
+    fn reg_span(&self, at: InstId, reg: Reg, steps: &mut usize) -> Option<AddrSpan> {
+        *steps += 1;
+        if *steps > MAX_STEPS {
+            return None;
+        }
+        let reach = self.reaching_defs(at, reg);
+        if reach.defs.is_empty() {
+            let hi = thread_index_bound(self.func.reg_name(reg)).filter(|_| reach.from_entry)?;
+            return Some(AddrSpan { object: None, lo: 0, hi: Some(hi) });
+        }
+        if reach.from_entry {
+            return None;
+        }
+        // The definitions that set the register, and whether a loop adds to it.
+        let mut span: Option<AddrSpan> = None;
+        let mut grows = false;
+        for &def in &reach.defs {
+            let inst = self.func.inst(def);
+            if inst.guard.is_some() || inst.defs.as_slice() != [reg] {
+                return None;
+            }
+            if let Some(ValueOp::AddImm(src, k)) = inst.value
+                && src == reg
+                && k >= 0
+            {
+                grows = true;
+                continue;
+            }
+            let this = self.def_span(def, steps)?;
+            span = Some(match span {
+                None => this,
+                Some(span) if span.object == this.object => AddrSpan {
+                    object: span.object,
+                    lo: span.lo.min(this.lo),
+                    hi: span.hi.zip(this.hi).map(|(a, b)| a.max(b)),
+                },
+                Some(_) => return None,
+            });
+        }
+        let span = span?;
+        within_limit(if grows { AddrSpan { hi: None, ..span } } else { span })
+    }
+
+    /// The span of the value that `def` writes.
+    fn def_span(&self, def: InstId, steps: &mut usize) -> Option<AddrSpan> {
+        let inst = self.func.inst(def);
+        let plain = |span: AddrSpan| (span.object.is_none() && span.lo >= 0).then_some(span);
+        let span = match inst.value.as_ref()? {
+            ValueOp::Copy(src) => self.reg_span(def, *src, steps)?,
+            ValueOp::AddImm(src, k) => shifted(self.reg_span(def, *src, steps)?, *k)?,
+            ValueOp::Imm(v) => AddrSpan::exact(None, *v),
+            ValueOp::SymbolAddr(name) => AddrSpan::exact(Some(AddrRoot::Symbol(name.clone())), 0),
+            ValueOp::Sum(a, b) => {
+                let (a, b) = (self.reg_span(def, *a, steps)?, self.reg_span(def, *b, steps)?);
+                if a.object.is_some() && b.object.is_some() {
+                    return None;
+                }
+                AddrSpan {
+                    object: a.object.or(b.object),
+                    lo: a.lo + b.lo,
+                    hi: a.hi.zip(b.hi).map(|(a, b)| a + b),
+                }
+            }
+            // Of two values that are not negative, an `or` is at least the larger and at most
+            // their sum.
+            ValueOp::Or(a, b) => {
+                let a = plain(self.reg_span(def, *a, steps)?)?;
+                let b = plain(self.reg_span(def, *b, steps)?)?;
+                AddrSpan {
+                    object: None,
+                    lo: a.lo.max(b.lo),
+                    hi: a.hi.zip(b.hi).map(|(a, b)| a + b),
+                }
+            }
+            ValueOp::MulImm(src, k) => {
+                let src = plain(self.reg_span(def, *src, steps)?)?;
+                let hi = match src.hi {
+                    Some(hi) => Some(hi.checked_mul(*k)?),
+                    None => None,
+                };
+                AddrSpan { object: None, lo: src.lo.checked_mul(*k)?, hi }
+            }
+            // Whatever is masked, the result lies between zero and the mask.
+            ValueOp::AndImm(_, mask) if (0..=SPAN_LIMIT).contains(mask) => {
+                AddrSpan { object: None, lo: 0, hi: Some(*mask) }
+            }
+            ValueOp::ShrImm(src, k) if (0..63).contains(k) => {
+                let src = plain(self.reg_span(def, *src, steps)?)?;
+                AddrSpan { object: None, lo: src.lo >> k, hi: src.hi.map(|hi| hi >> k) }
+            }
+            _ => return None,
+        };
+        within_limit(span)
+    }
+}
+
+fn shifted(span: AddrSpan, by: i64) -> Option<AddrSpan> {
+    let hi = match span.hi {
+        Some(hi) => Some(hi.checked_add(by)?),
+        None => None,
+    };
+    within_limit(AddrSpan { lo: span.lo.checked_add(by)?, hi, ..span })
+}
+
+fn within_limit(span: AddrSpan) -> Option<AddrSpan> {
+    let hi_ok = span.hi.is_none_or(|hi| hi <= SPAN_LIMIT && span.lo <= hi);
+    (span.lo >= -SPAN_LIMIT && span.lo <= SPAN_LIMIT && hi_ok).then_some(span)
+}
+
+/// The largest value of a thread's index register (`%tid.x`, `%tid.y` at most 1023, `%tid.z`
+/// 63, `%laneid` 31, `%warpid` below 1024), `None` for any other register.
+fn thread_index_bound(name: &str) -> Option<i64> {
+    match name {
+        "%tid.x" | "%tid.y" | "%warpid" => Some(1023),
+        "%tid.z" => Some(63),
+        "%laneid" => Some(31),
+        _ => None,
+    }
+}

@@ -207,9 +207,15 @@ pub enum ValueOp {
     /// A bitwise `and` of two registers: PTX `and.b32 %r3, %r1, %r2`, SASS `LOP3.LUT R3, R1,
     /// R2, RZ, 0xc0, !PT`.
     And(Reg, Reg),
+    /// A bitwise `or` of two registers: PTX `or.b32 %r3, %r1, %r2`. PTX only.
+    Or(Reg, Reg),
     /// A shift right by a constant: PTX `shr.u32 %r2, %r1, 8`, SASS `SHF.R.U32.HI R2, RZ, 0x8,
     /// R1` (`.S32` shifts the sign in). Lets a rule see the high field of a word taken out.
     ShrImm(Reg, i64),
+    /// A multiplication by a non-negative constant, wrapping at 32 or 64 bits: PTX `mul.lo.s32
+    /// %r2, %r1, 48`, `mul.wide.u32 %rd2, %r1, 8`, and `shl.b32 %r2, %r1, 3` (times 8). Lets an
+    /// analysis bound an index scaled into an address. PTX only.
+    MulImm(Reg, i64),
     /// A predicate that compares a register with a constant: PTX `setp.ne.s32 %p1, %r2, 0`,
     /// SASS `ISETP.NE.AND P0, PT, R2, RZ, PT`. Lets a walk tell which way a branch goes on an
     /// edge where the register is a known constant.
@@ -303,6 +309,7 @@ impl ValueOp {
             | Self::Mapa(a)
             | Self::AndImm(a, _)
             | Self::ShrImm(a, _)
+            | Self::MulImm(a, _)
             | Self::Compare(_, a, _)
             | Self::PredNot(a)
             | Self::Vote { src: a, .. }
@@ -310,6 +317,7 @@ impl ValueOp {
             | Self::PopCount(a)
             | Self::BytePermute { src: Some(a), .. } => *a = map(*a),
             Self::And(a, b)
+            | Self::Or(a, b)
             | Self::CompareRegs(_, a, b)
             | Self::PredAnd(a, b)
             | Self::PredOr(a, b)

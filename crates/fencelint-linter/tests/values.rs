@@ -97,3 +97,60 @@ fn recomputed_values_share_a_number() {
         assert_eq!(same_value(&body), expected, "{body}");
     }
 }
+
+/// Offsets from `buf`, the least and the greatest (`None`: no bound above).
+type Bounds = (i64, Option<i64>);
+
+/// The span of the address of the first `st.shared` of `body`, or `None` when there is no span
+/// into `buf`.
+fn store_span(body: &str) -> Option<Bounds> {
+    let func = kernel(body);
+    let analysis = FunctionAnalysis::new(&func);
+    let id = func.ids().find(|&id| func.inst(id).opcode.starts_with("st.shared")).unwrap();
+    let span = analysis.address_span(id, func.inst(id).address.as_ref().unwrap())?;
+    assert_eq!(span.object, Some(fencelint_cfg::AddrRoot::Symbol("buf".into())));
+    Some((span.lo, span.hi))
+}
+
+#[test]
+fn address_spans_bound_thread_indices() {
+    let prefix = "mov.u32 %r1, %tid.x;\nmov.u32 %r2, buf;\n";
+    let cases: [(&str, Option<Bounds>); 9] = [
+        // `buf + 256 + 8 * tid.x` (a shift), a store 8 bytes further on.
+        (
+            "shl.b32 %r3, %r1, 3;\nadd.s32 %r4, %r2, %r3;\nst.shared.u32 [%r4+264], %r1;",
+            Some((264, Some(264 + 8 * 1023))),
+        ),
+        // A multiply, a mask and a shift right of the lane.
+        (
+            "mov.u32 %r5, %laneid;\nmul.lo.s32 %r3, %r5, 48;\nadd.s32 %r4, %r2, %r3;\nst.shared.u32 [%r4], %r1;",
+            Some((0, Some(48 * 31))),
+        ),
+        (
+            "and.b32 %r3, %r1, 15;\nshr.u32 %r6, %r1, 4;\nadd.s32 %r7, %r3, %r6;\nadd.s32 %r4, %r2, %r7;\nst.shared.u32 [%r4], %r1;",
+            Some((0, Some(15 + 63))),
+        ),
+        // An `or` of two non-negative values: at least the larger, at most the sum.
+        (
+            "shl.b32 %r3, %r1, 7;\nor.b32 %r6, %r3, 8;\nmov.u32 %r8, 8;\nor.b32 %r6, %r3, %r8;\nadd.s32 %r4, %r2, %r6;\nst.shared.u32 [%r4], %r1;",
+            Some((8, Some(128 * 1023 + 8))),
+        ),
+        // A counter that a loop only adds to: at least where it starts, no bound above.
+        (
+            "shl.b32 %r3, %r1, 3;\n$L_top:\nadd.s32 %r4, %r2, %r3;\nst.shared.u32 [%r4+64], %r1;\nadd.s32 %r3, %r3, 512;\nsetp.lt.s32 %p1, %r3, 4096;\n@%p1 bra $L_top;",
+            Some((64, None)),
+        ),
+        // A counter that a loop subtracts from has no bound below.
+        (
+            "shl.b32 %r3, %r1, 3;\n$L_top:\nadd.s32 %r4, %r2, %r3;\nst.shared.u32 [%r4+64], %r1;\nadd.s32 %r3, %r3, -8;\nsetp.gt.s32 %p1, %r3, 0;\n@%p1 bra $L_top;",
+            None,
+        ),
+        // A loaded index, a parameter, a block index: no span.
+        ("ld.shared.u32 %r3, [buf];\nadd.s32 %r4, %r2, %r3;\nst.shared.u32 [%r4], %r1;", None),
+        ("ld.param.u32 %r3, [n];\nadd.s32 %r4, %r2, %r3;\nst.shared.u32 [%r4], %r1;", None),
+        ("mov.u32 %r3, %ctaid.x;\nadd.s32 %r4, %r2, %r3;\nst.shared.u32 [%r4], %r1;", None),
+    ];
+    for (body, expected) in cases {
+        assert_eq!(store_span(&format!("{prefix}{body}")), expected, "{body}");
+    }
+}

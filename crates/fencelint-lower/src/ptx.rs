@@ -913,6 +913,24 @@ fn value_op(
             let amount = ops.get(2)?.as_integer()?;
             reg_of(func, src).map(|reg| ValueOp::ShrImm(reg, amount))
         }
+        // Only at 32 and 64 bits, where a scaled thread index cannot wrap.
+        "shl" if matches!(instruction.modifiers(), ["b32" | "b64"]) => {
+            let amount = ops.get(2)?.as_integer().filter(|n| (0..31).contains(n))?;
+            reg_of(func, src).map(|reg| ValueOp::MulImm(reg, 1 << amount))
+        }
+        "mul"
+            if matches!(
+                instruction.modifiers(),
+                ["lo", "s32" | "u32" | "s64" | "u64"] | ["wide", "s32" | "u32"]
+            ) && ops.len() == 3 =>
+        {
+            let other = ops.get(2)?;
+            let (reg, factor) = match (reg_of(func, src), other.as_integer()) {
+                (Some(reg), Some(factor)) => (reg, factor),
+                _ => (reg_of(func, other)?, src.as_integer()?),
+            };
+            (factor >= 0).then_some(ValueOp::MulImm(reg, factor))
+        }
         // Values from other lanes.
         "shfl" | "match" | "redux" => Some(ValueOp::Varying),
         // A fetch-and-add of a constant, `atom.global.add.u32 %r1, [%rd1], 1`, or of a
@@ -939,6 +957,9 @@ fn value_op(
                     _ => None,
                 },
             }
+        }
+        "or" if ops.len() == 3 && matches!(instruction.modifiers(), ["b32" | "b64"]) => {
+            Some(ValueOp::Or(reg_of(func, src)?, reg_of(func, ops.get(2)?)?))
         }
         "vote" if ops.len() >= 2 && instruction.modifiers().last() == Some(&"pred") => {
             let all = match instruction.modifiers() {
@@ -1673,6 +1694,53 @@ mod tests {
         // A comparison of two registers.
         let eq = IntCompare { relation: Relation::Eq, signed: true, bits: 32 };
         assert_eq!(insts[17].value, Some(ValueOp::CompareRegs(eq, reg("%r7"), reg("%r8"))));
+    }
+
+    /// Multiplications by constants (`shl` is one) and `or`s of two registers, at 32 and 64
+    /// bits only: what the span of an address is computed through.
+    #[test]
+    fn scaled_and_combined_values() {
+        use fencelint_ir::ValueOp;
+        let text = ".version 8.5\n.target sm_90\n.address_size 64\n\
+                    .visible .entry k()\n{\n.reg .b16 %h<3>;\n.reg .b32 %r<9>;\n.reg .b64 %rd<3>;\n\
+                    mov.u32 %r1, %tid.x;\n\
+                    shl.b32 %r2, %r1, 3;\n\
+                    mul.lo.s32 %r3, %r1, 48;\n\
+                    mul.lo.s32 %r4, 48, %r1;\n\
+                    mul.wide.u32 %rd1, %r1, 8;\n\
+                    or.b32 %r5, %r2, %r3;\n\
+                    mul.lo.s32 %r6, %r1, -4;\n\
+                    mul.hi.s32 %r7, %r1, 48;\n\
+                    mul.lo.s32 %r8, %r1, %r2;\n\
+                    shl.b16 %h1, %h2, 3;\n\
+                    shl.b32 %r6, %r1, 40;\n\
+                    ret;\n}\n";
+        let lowered = super::lower_text(FileId(0), text, 0);
+        assert!(lowered.diagnostics.is_empty(), "{:?}", lowered.diagnostics);
+        let func = lowered.modules.into_iter().next().unwrap().functions.remove(0);
+        let reg = |name: &str| {
+            fencelint_ir::Reg(func.regs.iter().position(|r| r == name).unwrap() as u32)
+        };
+        let values: Vec<Option<ValueOp>> =
+            func.insts[1..12].iter().map(|i| i.value.clone()).collect();
+        assert_eq!(
+            values,
+            [
+                Some(ValueOp::MulImm(reg("%r1"), 8)),
+                Some(ValueOp::MulImm(reg("%r1"), 48)),
+                Some(ValueOp::MulImm(reg("%r1"), 48)),
+                Some(ValueOp::MulImm(reg("%r1"), 8)),
+                Some(ValueOp::Or(reg("%r2"), reg("%r3"))),
+                // A negative factor, the high half, two registers, 16 bits, a shift past the
+                // width: none is a multiplication by a constant.
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+            ]
+        );
     }
 
     /// A `mov` that splits a register into parts copies it (the sentinel check of

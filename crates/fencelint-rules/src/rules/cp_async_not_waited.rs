@@ -4,8 +4,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fencelint_cfg::{AddrKey, AddrRoot, FunctionAnalysis, ValueNumber};
-use fencelint_ir::{AddrBase, Address, AsyncOp, Barrier, InstId, InstKind, MbarrierOp, ValueOp};
+use fencelint_cfg::{AddrKey, AddrRoot, AddrSpan, FunctionAnalysis, ValueNumber};
+use fencelint_ir::{
+    AddrBase, Address, AluOp, AsyncOp, Barrier, InstId, InstKind, MbarrierOp, ValueOp,
+};
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
 
@@ -58,6 +60,8 @@ struct AsyncCopy {
     object: Option<AddrRoot>,
     /// The thread-dependent terms of the destination address (see [`thread_terms`]).
     thread_terms: Option<BTreeSet<ValueNumber>>,
+    /// Where the copies of every thread may write, when their indices bound it.
+    span: Option<AddrSpan>,
 }
 
 fn copy_of(analysis: &FunctionAnalysis<'_>, id: InstId) -> Option<AsyncCopy> {
@@ -71,6 +75,7 @@ fn copy_of(analysis: &FunctionAnalysis<'_>, id: InstId) -> Option<AsyncCopy> {
         key: analysis.address_key(id, address),
         object: analysis.address_object(id, address),
         thread_terms: thread_terms(analysis, id, address),
+        span: analysis.address_span(id, address),
     })
 }
 
@@ -193,7 +198,14 @@ fn classify_read(
             let own = copies.iter().filter(|c| c.object.as_ref() == Some(&object)).any(|c| {
                 c.key.root == key.root || c.thread_terms.as_ref().is_none_or(|t| *t == read_terms)
             });
-            (!own).then_some(Hazard::OtherThread { wait })
+            // Bytes that the copy cannot reach in any thread, whatever its index (a header
+            // word before the copies' region of one dynamic shared array).
+            let apart = copy.span.as_ref().is_some_and(|span| {
+                analysis
+                    .address_span(read, address)
+                    .is_some_and(|read_span| !span.may_meet(COPY_BYTES, &read_span, bytes))
+            });
+            (!own && !apart).then_some(Hazard::OtherThread { wait })
         }
     }
 }
@@ -233,6 +245,10 @@ fn thread_terms(
             Some(ValueOp::Param(_) | ValueOp::SymbolAddr(_) | ValueOp::Imm(_)) => {}
             Some(ValueOp::Mapa(_)) => return None,
             Some(ValueOp::Sum(a, b)) => work.extend([(*def, *a), (*def, *b)]),
+            // A row of the thread's own elements: a multiply-add by a constant of a value that
+            // no thread index decides (`mad.lo.s32 %r79, %r1424, 384, %r1200`, a loop's row
+            // counter) adds a thread-independent offset to the addend.
+            None if is_scaled_offset(analysis, *def)? => work.push((*def, inst.uses[1])),
             // No value op, or a predicate.
             _ => {
                 if depends_on_thread_index(analysis, *def)? {
@@ -245,6 +261,29 @@ fn thread_terms(
 }
 
 const MAX_TERM_STEPS: usize = 512;
+
+/// Whether `def` is a multiply-add of one register by a constant plus another register, the
+/// first not decided by a thread index. `None` when the slice is too large to tell.
+fn is_scaled_offset(analysis: &FunctionAnalysis<'_>, def: InstId) -> Option<bool> {
+    let inst = analysis.func.inst(def);
+    if inst.alu != Some(AluOp::MultiplyAdd) || inst.guard.is_some() || inst.uses.len() != 2 {
+        return Some(false);
+    }
+    let factor = inst.uses[0];
+    if is_thread_index(analysis.func.reg_name(factor)) {
+        return Some(false);
+    }
+    let reach = analysis.reaching_defs(def, factor);
+    if reach.from_entry {
+        return Some(false);
+    }
+    for &d in &reach.defs {
+        if depends_on_thread_index(analysis, d)? {
+            return Some(false);
+        }
+    }
+    Some(true)
+}
 
 fn is_thread_index(name: &str) -> bool {
     name.starts_with("%tid") || name.starts_with("%laneid") || name.starts_with("%warpid")
