@@ -32,6 +32,10 @@ use crate::{BlockId, FunctionAnalysis, ValueNumber};
 /// Outcomes kept on one path at most; later ones are not learned.
 const MAX_OUTCOMES: usize = 8;
 
+/// Blocks of single predecessors above an edge whose branches [`FunctionAnalysis::outcomes_on_edge`]
+/// learns.
+const MAX_CHAIN: usize = 8;
+
 /// How deep a combined predicate is taken apart.
 const MAX_DEPTH: usize = 4;
 
@@ -42,6 +46,14 @@ pub struct Outcomes(SmallVec<[(ValueNumber, bool); 4]>);
 impl Outcomes {
     pub fn get(&self, value: ValueNumber) -> Option<bool> {
         self.0.binary_search_by_key(&value, |&(v, _)| v).ok().map(|at| self.0[at].1)
+    }
+
+    /// Records `value = truth` whatever the value, for one case of a case split: a value that
+    /// is not kept may still imply ones that are.
+    fn insert_any(&mut self, value: ValueNumber, truth: bool) {
+        if let Err(at) = self.0.binary_search_by_key(&value, |&(v, _)| v) {
+            self.0.insert(at, (value, truth));
+        }
     }
 
     /// Records `value = truth`; `false` when it was known already or there is no room.
@@ -72,12 +84,16 @@ enum Logic {
     Not,
 }
 
+/// A part of a combined predicate: a value, read inverted when `negated`; `None` for a part
+/// with no value of its own (the comparison inside SASS `ISETP.NE.OR P4, PT, R38, RZ, !P2`).
+type Part = Option<(ValueNumber, bool)>;
+
 /// What one function's walks may learn: the values worth keeping and how combined predicates
 /// are made of them.
 #[derive(Default)]
 pub(crate) struct OutcomeInfo {
     useful: FxHashSet<ValueNumber>,
-    parts: FxHashMap<ValueNumber, (Logic, ValueNumber, ValueNumber)>,
+    parts: FxHashMap<ValueNumber, (Logic, Part, Part)>,
 }
 
 /// A conditional branch that ends a block, with its two successors.
@@ -150,8 +166,31 @@ impl FunctionAnalysis<'_> {
         let Some(branch) = self.cond_branch(block) else { return };
         let info = self.outcome_info();
         let taken = succ == branch.taken;
-        // With a second condition, only the way taken says what each of the two is.
-        if branch.condition.is_some() && !taken {
+        // With a second condition, the way not taken says only that one of the two fails: what
+        // follows from each failing is learned.
+        if let Some(condition) = branch.condition
+            && !taken
+        {
+            let failing = |guard: fencelint_ir::Guard| {
+                let mut case = outcomes.clone();
+                let value = self.value_number(branch.inst, guard.reg);
+                case.insert_any(value, guard.negated);
+                close(info, &mut case);
+                case
+            };
+            let (first, second) = (failing(branch.guard), failing(condition));
+            let mut learned = false;
+            for &(value, truth) in &first.0 {
+                if info.useful.contains(&value)
+                    && second.get(value) == Some(truth)
+                    && outcomes.insert(value, truth)
+                {
+                    learned = true;
+                }
+            }
+            if learned {
+                close(info, outcomes);
+            }
             return;
         }
         let mut learned = false;
@@ -164,6 +203,30 @@ impl FunctionAnalysis<'_> {
         if learned {
             close(info, outcomes);
         }
+    }
+
+    /// What every path along the edge from `from` to `to` has learned: the outcomes of the
+    /// branches on the chain of single predecessors above `from` (up to 8 blocks, each entered
+    /// forward in text order), and of the edge itself. Empty when the edge goes back.
+    pub fn outcomes_on_edge(&self, from: BlockId, to: BlockId) -> Outcomes {
+        let mut outcomes = Outcomes::default();
+        if to.0 <= from.0 || !self.learns_outcomes() {
+            return outcomes;
+        }
+        let mut chain = vec![(from, to)];
+        let mut at = from;
+        while chain.len() < MAX_CHAIN {
+            let &[pred] = self.cfg.predecessor_slice(at) else { break };
+            if pred.0 >= at.0 {
+                break;
+            }
+            chain.push((pred, at));
+            at = pred;
+        }
+        for &(pred, block) in chain.iter().rev() {
+            self.learn_edge(pred, block, &mut outcomes);
+        }
+        outcomes
     }
 
     fn outcome_info(&self) -> &OutcomeInfo {
@@ -189,7 +252,7 @@ impl FunctionAnalysis<'_> {
                     .iter()
                     .filter(|&(v, &(_, a, b))| {
                         !info.useful.contains(v)
-                            && (info.useful.contains(&a) || info.useful.contains(&b))
+                            && [a, b].iter().flatten().any(|(v, _)| info.useful.contains(v))
                     })
                     .map(|(&v, _)| v)
                     .collect();
@@ -225,17 +288,24 @@ impl FunctionAnalysis<'_> {
         if inst.guard.is_some() || inst.defs.as_slice() != [reg] {
             return;
         }
+        let part = |reg: Reg, negated: bool| Some((self.value_number(*def, reg), negated));
         let (logic, a, b) = match inst.value {
-            Some(ValueOp::PredAnd(a, b)) => (Logic::And, a, b),
-            Some(ValueOp::PredOr(a, b)) => (Logic::Or, a, b),
-            Some(ValueOp::PredNot(a)) => (Logic::Not, a, a),
+            Some(ValueOp::PredAnd(a, b)) => (Logic::And, Some(a), Some(b)),
+            Some(ValueOp::PredOr(a, b)) => (Logic::Or, Some(a), Some(b)),
+            Some(ValueOp::PredNot(a)) => (Logic::Not, Some(a), None),
+            // `(src <compare> bound) or other`: the comparison is a part with no value.
+            Some(ValueOp::CompareJoined { other, negated, or, .. }) => {
+                let logic = if or { Logic::Or } else { Logic::And };
+                info.parts.insert(value, (logic, None, part(other, negated)));
+                self.take_apart(*def, other, depth + 1, count, info);
+                return;
+            }
             _ => return,
         };
-        let (va, vb) = (self.value_number(*def, a), self.value_number(*def, b));
-        info.parts.insert(value, (logic, va, vb));
-        self.take_apart(*def, a, depth + 1, count, info);
-        if !matches!(logic, Logic::Not) {
-            self.take_apart(*def, b, depth + 1, count, info);
+        info.parts
+            .insert(value, (logic, a.and_then(|a| part(a, false)), b.and_then(|b| part(b, false))));
+        for reg in [a, b].into_iter().flatten() {
+            self.take_apart(*def, reg, depth + 1, count, info);
         }
     }
 }
@@ -248,10 +318,17 @@ fn close(info: &OutcomeInfo, outcomes: &mut Outcomes) {
         let known: SmallVec<[(ValueNumber, bool); 8]> = outcomes.0.iter().copied().collect();
         for (value, truth) in known {
             let Some(&(logic, a, b)) = info.parts.get(&value) else { continue };
-            let mut learn = |v: ValueNumber, t: bool, outcomes: &mut Outcomes| {
-                if info.useful.contains(&v) && outcomes.insert(v, t) {
+            // A part's own value when the part reads `t`.
+            let mut learn = |part: Part, t: bool, outcomes: &mut Outcomes| {
+                if let Some((v, negated)) = part
+                    && info.useful.contains(&v)
+                    && outcomes.insert(v, t != negated)
+                {
                     changed = true;
                 }
+            };
+            let reads = |part: Part, outcomes: &Outcomes| {
+                part.and_then(|(v, negated)| outcomes.get(v).map(|t| t != negated))
             };
             match (logic, truth) {
                 (Logic::Not, t) => learn(a, !t, outcomes),
@@ -263,10 +340,10 @@ fn close(info: &OutcomeInfo, outcomes: &mut Outcomes) {
                 // `a or b` is true: with `a` false, `b` is true.
                 (Logic::And, false) | (Logic::Or, true) => {
                     let other = !truth;
-                    if outcomes.get(a) == Some(other) {
+                    if reads(a, outcomes) == Some(other) {
                         learn(b, truth, outcomes);
                     }
-                    if outcomes.get(b) == Some(other) {
+                    if reads(b, outcomes) == Some(other) {
                         learn(a, truth, outcomes);
                     }
                 }

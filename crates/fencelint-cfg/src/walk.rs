@@ -43,7 +43,14 @@ impl FunctionAnalysis<'_> {
         step: impl FnMut(InstId, S) -> Option<S>,
         follow: impl Fn(BlockId, BlockId) -> bool,
     ) {
-        self.walk(from, init, step, follow, false);
+        self.walk(
+            (self.cfg.block_of(from), Some(from)),
+            Outcomes::default(),
+            init,
+            step,
+            follow,
+            false,
+        );
     }
 
     /// [`walk_forward`](Self::walk_forward) that also remembers the outcome of each branch it
@@ -58,12 +65,28 @@ impl FunctionAnalysis<'_> {
         init: S,
         step: impl FnMut(InstId, S) -> Option<S>,
     ) -> bool {
-        self.walk(from, init, step, |_, _| true, true)
+        let start = (self.cfg.block_of(from), Some(from));
+        self.walk(start, Outcomes::default(), init, step, |_, _| true, true)
     }
 
+    /// [`walk_forward_learning`](Self::walk_forward_learning) from the top of `block`, on paths
+    /// that have learned `outcomes` already ([`FunctionAnalysis::outcomes_on_edge`]).
+    pub fn walk_learning_from<S: Copy + Ord>(
+        &self,
+        block: BlockId,
+        outcomes: Outcomes,
+        init: S,
+        step: impl FnMut(InstId, S) -> Option<S>,
+    ) -> bool {
+        self.walk((block, None), outcomes, init, step, |_, _| true, true)
+    }
+
+    /// Walks from `start`: a block, and the instruction after which to begin in it (its top
+    /// when `None`).
     fn walk<S: Copy + Ord>(
         &self,
-        from: InstId,
+        start: (BlockId, Option<InstId>),
+        outcomes: Outcomes,
         init: S,
         mut step: impl FnMut(InstId, S) -> Option<S>,
         follow: impl Fn(BlockId, BlockId) -> bool,
@@ -77,8 +100,8 @@ impl FunctionAnalysis<'_> {
         // it is entered with none).
         let mut seen: BTreeSet<(BlockId, Option<BlockId>, Outcomes, S)> = BTreeSet::new();
         let mut outcome_sets: FxHashMap<BlockId, usize> = FxHashMap::default();
-        let mut work: Vec<Pending<S>> =
-            vec![(cfg.block_of(from), Some(from), None, Outcomes::default(), init)];
+        let outcomes = if learn { outcomes } else { Outcomes::default() };
+        let mut work: Vec<Pending<S>> = vec![(start.0, start.1, None, outcomes, init)];
         let mut steps = 0usize;
         while let Some((block, after, forced, outcomes, entry_state)) = work.pop() {
             let mut state = Some(entry_state);

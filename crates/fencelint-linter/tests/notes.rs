@@ -1,5 +1,7 @@
 //! The notes of spin-poll-without-acquire findings, and which loops it takes for polls, on
-//! hand-written PTX (test inputs, not compiler output).
+//! hand-written PTX and SASS (test inputs, not compiler output).
+
+use std::fmt::Write as _;
 
 use fencelint_linter::{InputKind, Settings};
 use fencelint_source::FileId;
@@ -142,4 +144,43 @@ fn a_search_for_sentinels_is_its_own_flag() {
          \x20       /*0040*/",
     );
     assert!(sass_spin_polls(&counted) > 0);
+}
+
+/// A poll that runs only when a test before the loop holds, and a fence after the loop under the
+/// same test, as ptxas lays out cuDSS's `fct_kernel` (hand-written listing): `P4 = x != 0 ||
+/// !P2`, `P0 = y != 0 || !P2`, and `@P4 BRA P0` skips the poll when both hold, so every way
+/// into the loop has `P2`, and `@!P2 BRA` after the exit never skips the fence on such a path.
+/// With the fence under another test, a path polls and skips it.
+#[test]
+fn a_poll_under_a_test_meets_the_fence_under_the_same_test() {
+    let listing = |fence_guard: &str| {
+        let lines = [
+            "LDC.64 R40, c[0x0][0x210] ;",
+            "LDC R38, c[0x0][0x218] ;",
+            "LDC R39, c[0x0][0x21c] ;",
+            "LDC R2, c[0x0][0x220] ;",
+            "ISETP.NE.AND P2, PT, R2, RZ, PT ;",
+            "ISETP.NE.AND P3, PT, R38, R39, PT ;",
+            "ISETP.NE.OR P4, PT, R38, RZ, !P2 ;",
+            "ISETP.NE.OR P0, PT, R39, RZ, !P2 ;",
+            "@P4 BRA P0, 0xc0 ;",
+            "LDG.E.STRONG.GPU R55, desc[UR8][R40.64] ;",
+            "ISETP.NE.AND P0, PT, R55, 0x1, PT ;",
+            "@P0 BRA 0x90 ;",
+            &format!("{fence_guard} BRA 0xf0 ;"),
+            "MEMBAR.SC.GPU ;",
+            "CCTL.IVALL ;",
+            "LDG.E R5, desc[UR8][R40.64+0x100] ;",
+            "STG.E desc[UR8][R40.64+0x200], R5 ;",
+            "EXIT ;",
+            "BRA 0x120;",
+        ];
+        let mut body = String::new();
+        for (index, line) in lines.iter().enumerate() {
+            writeln!(body, "        /*{:04x}*/                   {line}", index * 16).unwrap();
+        }
+        body
+    };
+    assert_eq!(sass_spin_polls(&listing("@!P2")), 0);
+    assert_eq!(sass_spin_polls(&listing("@!P3")), 1);
 }

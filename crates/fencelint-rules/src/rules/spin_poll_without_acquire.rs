@@ -74,8 +74,12 @@ impl Rule for SpinPollWithoutAcquire {
                     // The relaxed and volatile reads met before the first published read: when
                     // the data is read that way, the read the finding names is only the next
                     // weak one.
-                    let After { reads, strong_first } =
-                        unordered_reads(analysis, lp, &poll, &mut walks);
+                    let After { reads, strong_first } = confirmed(
+                        analysis,
+                        lp,
+                        &poll,
+                        unordered_reads(analysis, lp, &poll, &mut walks),
+                    );
                     // A poll is reported for the first exit it decides that leads to a read
                     // (an enclosing loop's exit that it also decides may lead to none).
                     let Some(&first) = reads.first() else { continue };
@@ -1941,6 +1945,46 @@ fn unordered_reads(
     } else {
         sort(&walk())
     }
+}
+
+/// `after` less the reads that no path from the exit reaches once it knows what every way into
+/// the loop has learned ([`FunctionAnalysis::outcomes_on_edge`]): a poll that runs only when a
+/// branch before the loop went one way, and a fence after the loop under the same test
+/// (`if (need) poll; ... if (need) fence;`, which ptxas may lay out as two branches on
+/// predicates that join the test with others). Values the way in learned stay true to the exit:
+/// a register the loop writes again has another value number there. `after` as it is when the
+/// loop has several ways in, the way in or the exit goes back in text order, nothing was learned,
+/// or the walk stops at its budget.
+fn confirmed(analysis: &FunctionAnalysis<'_>, lp: &Loop, poll: &Poll, mut after: After) -> After {
+    if after.reads.is_empty() && after.strong_first.is_empty() {
+        return after;
+    }
+    let cfg = &analysis.cfg;
+    let mut ways_in = cfg.predecessors(lp.header).filter(|&p| !lp.contains(p));
+    let (Some(way_in), None) = (ways_in.next(), ways_in.next()) else { return after };
+    if poll.exit_to <= cfg.block_of(poll.branch) {
+        return after;
+    }
+    let outcomes = analysis.outcomes_on_edge(way_in, lp.header);
+    if outcomes.is_empty() {
+        return after;
+    }
+    let targets: HashSet<InstId> = after.reads.iter().chain(&after.strong_first).copied().collect();
+    let mut reached = HashSet::new();
+    let complete = analysis.walk_learning_from(poll.exit_to, outcomes, (), |id, ()| {
+        if is_acquire(analysis, id, poll.load, poll.required) {
+            return None;
+        }
+        if targets.contains(&id) {
+            reached.insert(id);
+        }
+        Some(())
+    });
+    if complete {
+        after.reads.retain(|id| reached.contains(id));
+        after.strong_first.retain(|id| reached.contains(id));
+    }
+    after
 }
 
 /// How many unordered reads follow a poll's loop, and how many polls lead to the reported one.
