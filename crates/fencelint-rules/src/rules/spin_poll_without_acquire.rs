@@ -1960,8 +1960,8 @@ fn confirmed(analysis: &FunctionAnalysis<'_>, lp: &Loop, poll: &Poll, mut after:
         return after;
     }
     let cfg = &analysis.cfg;
-    let mut ways_in = cfg.predecessors(lp.header).filter(|&p| !lp.contains(p));
-    let (Some(way_in), None) = (ways_in.next(), ways_in.next()) else { return after };
+    let mut entries = cfg.predecessors(lp.header).filter(|&p| !lp.contains(p));
+    let (Some(way_in), None) = (entries.next(), entries.next()) else { return after };
     if poll.exit_to <= cfg.block_of(poll.branch) {
         return after;
     }
