@@ -150,11 +150,12 @@ fn a_search_for_sentinels_is_its_own_flag() {
 /// same test, as ptxas lays out cuDSS's `fct_kernel` (hand-written listing): `P4 = x != 0 ||
 /// !P2`, `P0 = y != 0 || !P2`, and `@P4 BRA P0` skips the poll when both hold, so every way
 /// into the loop has `P2`, and `@!P2 BRA` after the exit never skips the fence on such a path.
-/// With the fence under another test, a path polls and skips it.
+/// With the fence under another test, a path polls and skips it; with a CTA barrier before the
+/// fence, the other threads' reads after the barrier are not ordered whatever their tests say.
 #[test]
 fn a_poll_under_a_test_meets_the_fence_under_the_same_test() {
-    let listing = |fence_guard: &str| {
-        let lines = [
+    let listing = |fence_guard: &str, barrier: bool| {
+        let head = [
             "LDC.64 R40, c[0x0][0x210] ;",
             "LDC R38, c[0x0][0x218] ;",
             "LDC R39, c[0x0][0x21c] ;",
@@ -163,24 +164,38 @@ fn a_poll_under_a_test_meets_the_fence_under_the_same_test() {
             "ISETP.NE.AND P3, PT, R38, R39, PT ;",
             "ISETP.NE.OR P4, PT, R38, RZ, !P2 ;",
             "ISETP.NE.OR P0, PT, R39, RZ, !P2 ;",
-            "@P4 BRA P0, 0xc0 ;",
-            "LDG.E.STRONG.GPU R55, desc[UR8][R40.64] ;",
-            "ISETP.NE.AND P0, PT, R55, 0x1, PT ;",
-            "@P0 BRA 0x90 ;",
-            &format!("{fence_guard} BRA 0xf0 ;"),
-            "MEMBAR.SC.GPU ;",
-            "CCTL.IVALL ;",
-            "LDG.E R5, desc[UR8][R40.64+0x100] ;",
-            "STG.E desc[UR8][R40.64+0x200], R5 ;",
-            "EXIT ;",
-            "BRA 0x120;",
         ];
+        let at = |index: usize| format!("{:#x}", index * 16);
+        // The poll's loop starts after the branch that skips it; the fence's test after the
+        // loop and the barrier.
+        let (poll, after) = (head.len() + 1, head.len() + 4 + usize::from(barrier));
+        let mut lines: Vec<String> = head.iter().map(|l| (*l).to_owned()).collect();
+        lines.push(format!("@P4 BRA P0, {} ;", at(after - usize::from(barrier))));
+        lines.push("LDG.E.STRONG.GPU R55, desc[UR8][R40.64] ;".to_owned());
+        lines.push("ISETP.NE.AND P0, PT, R55, 0x1, PT ;".to_owned());
+        lines.push(format!("@P0 BRA {} ;", at(poll)));
+        if barrier {
+            lines.push("BAR.SYNC.DEFER_BLOCKING 0x0 ;".to_owned());
+        }
+        lines.push(format!("{fence_guard} BRA {} ;", at(after + 3)));
+        lines.extend(
+            [
+                "MEMBAR.SC.GPU ;",
+                "CCTL.IVALL ;",
+                "LDG.E R5, desc[UR8][R40.64+0x100] ;",
+                "STG.E desc[UR8][R40.64+0x200], R5 ;",
+                "EXIT ;",
+            ]
+            .map(str::to_owned),
+        );
+        lines.push(format!("BRA {};", at(lines.len())));
         let mut body = String::new();
         for (index, line) in lines.iter().enumerate() {
             writeln!(body, "        /*{:04x}*/                   {line}", index * 16).unwrap();
         }
         body
     };
-    assert_eq!(sass_spin_polls(&listing("@!P2")), 0);
-    assert_eq!(sass_spin_polls(&listing("@!P3")), 1);
+    assert_eq!(sass_spin_polls(&listing("@!P2", false)), 0);
+    assert_eq!(sass_spin_polls(&listing("@!P3", false)), 1);
+    assert_eq!(sass_spin_polls(&listing("@!P2", true)), 1);
 }

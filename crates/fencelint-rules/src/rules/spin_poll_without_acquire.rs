@@ -1954,7 +1954,10 @@ fn unordered_reads(
 /// predicates that join the test with others). Values the way in learned stay true to the exit:
 /// a register the loop writes again has another value number there. `after` as it is when the
 /// loop has several ways in, the way in or the exit goes back in text order, nothing was learned,
-/// or the walk stops at its budget.
+/// the walk stops at its budget, or it meets a barrier or an mbarrier operation before an
+/// acquire (the other threads' reads after it need the poller's acquire before it, whatever
+/// their own tests say: cuDSS's `factorize_v1_ker` polls in one thread, meets the others at
+/// `bar.sync`, and only then fences under the test that chose the poller).
 fn confirmed(analysis: &FunctionAnalysis<'_>, lp: &Loop, poll: &Poll, mut after: After) -> After {
     if after.reads.is_empty() && after.strong_first.is_empty() {
         return after;
@@ -1971,8 +1974,15 @@ fn confirmed(analysis: &FunctionAnalysis<'_>, lp: &Loop, poll: &Poll, mut after:
     }
     let targets: HashSet<InstId> = after.reads.iter().chain(&after.strong_first).copied().collect();
     let mut reached = HashSet::new();
+    // Past a barrier the reads are also other threads', whose tests may go the other way: a
+    // poller that fences only after the barrier leaves them unordered.
+    let mut handed_over = false;
     let complete = analysis.walk_learning_from(poll.exit_to, outcomes, (), |id, ()| {
         if is_acquire(analysis, id, poll.load, poll.required) {
+            return None;
+        }
+        if matches!(analysis.func.inst(id).kind, InstKind::Barrier(_) | InstKind::Mbarrier(_)) {
+            handed_over = true;
             return None;
         }
         if targets.contains(&id) {
@@ -1980,7 +1990,7 @@ fn confirmed(analysis: &FunctionAnalysis<'_>, lp: &Loop, poll: &Poll, mut after:
         }
         Some(())
     });
-    if complete {
+    if complete && !handed_over {
         after.reads.retain(|id| reached.contains(id));
         after.strong_first.retain(|id| reached.contains(id));
     }
