@@ -1518,6 +1518,17 @@ fn classify_tcgen05(instruction: &ast::Instruction<'_>) -> InstKind {
 mod tests {
     use fencelint_source::FileId;
 
+    /// The one function of a PTX text that lowers without diagnostics.
+    fn only_function(text: &str) -> fencelint_ir::Function {
+        let lowered = super::lower_text(FileId(0), text, 0);
+        assert!(lowered.diagnostics.is_empty(), "{:?}", lowered.diagnostics);
+        lowered.modules.into_iter().next().unwrap().functions.remove(0)
+    }
+
+    fn reg_named(func: &fencelint_ir::Function, name: &str) -> fencelint_ir::Reg {
+        fencelint_ir::Reg(func.regs.iter().position(|r| r == name).unwrap() as u32)
+    }
+
     /// Hand-written PTX: the call sites of inlined code are followed from `.loc` to `.loc` out
     /// to the kernel's own line; a location inlined at two sites takes the latest `.loc` that
     /// names it; a cycle stops; a site in an undeclared file ends the chain.
@@ -1715,12 +1726,8 @@ mod tests {
                     shl.b16 %h1, %h2, 3;\n\
                     shl.b32 %r6, %r1, 40;\n\
                     ret;\n}\n";
-        let lowered = super::lower_text(FileId(0), text, 0);
-        assert!(lowered.diagnostics.is_empty(), "{:?}", lowered.diagnostics);
-        let func = lowered.modules.into_iter().next().unwrap().functions.remove(0);
-        let reg = |name: &str| {
-            fencelint_ir::Reg(func.regs.iter().position(|r| r == name).unwrap() as u32)
-        };
+        let func = only_function(text);
+        let reg = |name: &str| reg_named(&func, name);
         let values: Vec<Option<ValueOp>> =
             func.insts[1..12].iter().map(|i| i.value.clone()).collect();
         assert_eq!(
@@ -1752,12 +1759,8 @@ mod tests {
                     ld.param.u64 %rd1, [p];\n\
                     mov.b64 {%r1, %r2}, %rd1;\n\
                     ret;\n}\n";
-        let lowered = super::lower_text(FileId(0), text, 0);
-        assert!(lowered.diagnostics.is_empty(), "{:?}", lowered.diagnostics);
-        let func = lowered.modules.into_iter().next().unwrap().functions.remove(0);
-        let reg = |name: &str| {
-            fencelint_ir::Reg(func.regs.iter().position(|r| r == name).unwrap() as u32)
-        };
+        let func = only_function(text);
+        let reg = |name: &str| reg_named(&func, name);
         let split = func.insts.iter().find(|i| i.opcode.as_str() == "mov.b64").unwrap();
         assert_eq!(split.value, Some(fencelint_ir::ValueOp::Copy(reg("%rd1"))));
         assert_eq!(split.defs.as_slice(), [reg("%r1"), reg("%r2")]);
