@@ -221,10 +221,15 @@ impl FunctionAnalysis<'_> {
             if inst.guard.is_some() || inst.defs.as_slice() != [reg] {
                 return None;
             }
+            // An increment of the register from the values the use sees: a value only grows.
             if let Some(ValueOp::AddImm(src, k)) = inst.value
                 && src == reg
                 && k >= 0
             {
+                let before = self.reaching_defs(def, reg);
+                if before.from_entry || !before.defs.iter().all(|d| reach.defs.contains(d)) {
+                    return None;
+                }
                 grows = true;
                 continue;
             }

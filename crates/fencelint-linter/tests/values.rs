@@ -115,7 +115,7 @@ fn store_span(body: &str) -> Option<Bounds> {
 #[test]
 fn address_spans_bound_thread_indices() {
     let prefix = "mov.u32 %r1, %tid.x;\nmov.u32 %r2, buf;\n";
-    let cases: [(&str, Option<Bounds>); 9] = [
+    let cases: [(&str, Option<Bounds>); 10] = [
         // `buf + 256 + 8 * tid.x` (a shift), a store 8 bytes further on.
         (
             "shl.b32 %r3, %r1, 3;\nadd.s32 %r4, %r2, %r3;\nst.shared.u32 [%r4+264], %r1;",
@@ -143,6 +143,12 @@ fn address_spans_bound_thread_indices() {
         // A counter that a loop subtracts from has no bound below.
         (
             "shl.b32 %r3, %r1, 3;\n$L_top:\nadd.s32 %r4, %r2, %r3;\nst.shared.u32 [%r4+64], %r1;\nadd.s32 %r3, %r3, -8;\nsetp.gt.s32 %p1, %r3, 0;\n@%p1 bra $L_top;",
+            None,
+        ),
+        // A counter set lower before the loop adds to it: the value the use sees is no longer
+        // at least where it started.
+        (
+            "shl.b32 %r3, %r1, 3;\n$L_top:\nadd.s32 %r4, %r2, %r3;\nst.shared.u32 [%r4+64], %r1;\nmov.u32 %r3, -4000;\nadd.s32 %r3, %r3, 8;\nsetp.lt.s32 %p1, %r3, 4096;\n@%p1 bra $L_top;",
             None,
         ),
         // A loaded index, a parameter, a block index: no span.
