@@ -263,10 +263,17 @@ fn thread_terms(
 const MAX_TERM_STEPS: usize = 512;
 
 /// Whether `def` is a multiply-add of one register by a constant plus another register, the
-/// first not decided by a thread index. `None` when the slice is too large to tell.
+/// first not decided by a thread index. The IR keeps no operand positions, so the addend is
+/// told from the other multiplicand by pointing into a variable (`mad.lo.s32 %r, %row, 384,
+/// %column` with `%column = smem + 8*tid`), which a factor does not. `None` when the slice is
+/// too large to tell.
 fn is_scaled_offset(analysis: &FunctionAnalysis<'_>, def: InstId) -> Option<bool> {
     let inst = analysis.func.inst(def);
-    if inst.alu != Some(AluOp::MultiplyAdd) || inst.guard.is_some() || inst.uses.len() != 2 {
+    if inst.alu != Some(AluOp::MultiplyAdd)
+        || inst.guard.is_some()
+        || inst.uses.len() != 2
+        || analysis.value_object(def, inst.uses[1]).is_none()
+    {
         return Some(false);
     }
     let factor = inst.uses[0];
