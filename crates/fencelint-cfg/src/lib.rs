@@ -7,6 +7,7 @@
 //! hanging or silently passing.
 
 mod address;
+mod assume;
 mod cfg;
 mod dataflow;
 mod dominators;
@@ -99,6 +100,8 @@ pub struct FunctionAnalysis<'f> {
     deciders: OnceCell<Vec<Option<edges::Decider>>>,
     /// The predicate values walks learn from the branches they pass ([`Outcomes`]).
     outcomes: OnceCell<outcomes::OutcomeInfo>,
+    /// What each predicate read says about other tests, by read ([`assume`]).
+    implications: RefCell<assume::Implications>,
     incomplete: Cell<bool>,
     /// The instructions that may write local memory ([`FunctionAnalysis::local_writers`]).
     local_writers: OnceCell<Vec<InstId>>,
@@ -211,6 +214,7 @@ impl<'f> FunctionAnalysis<'f> {
             deciding: RefCell::new(FxHashMap::default()),
             deciders: OnceCell::new(),
             outcomes: OnceCell::new(),
+            implications: RefCell::new(FxHashMap::default()),
             incomplete: Cell::new(false),
             local_writers: OnceCell::new(),
             forwarding: Cell::new(0),

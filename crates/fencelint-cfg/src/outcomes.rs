@@ -93,6 +93,8 @@ type Part = Option<(ValueNumber, bool)>;
 #[derive(Default)]
 pub(crate) struct OutcomeInfo {
     useful: FxHashSet<ValueNumber>,
+    /// Every value a branch tests, alone or as a part (`useful` are those tested twice).
+    tested: FxHashSet<ValueNumber>,
     parts: FxHashMap<ValueNumber, (Logic, Part, Part)>,
 }
 
@@ -163,27 +165,50 @@ impl FunctionAnalysis<'_> {
     /// Adds to `outcomes` what following the edge from `block` to `succ` teaches: the value of
     /// the predicate of the branch that ends `block`, and what follows from it.
     pub(crate) fn learn_edge(&self, block: BlockId, succ: BlockId, outcomes: &mut Outcomes) {
+        self.learn_edge_with(block, succ, outcomes, false);
+    }
+
+    /// [`FunctionAnalysis::learn_edge`], and with `implied`, also what the predicate's value
+    /// says about the tests that chose its inputs ([`crate::assume`]), for values some branch
+    /// tests.
+    fn learn_edge_with(
+        &self,
+        block: BlockId,
+        succ: BlockId,
+        outcomes: &mut Outcomes,
+        implied: bool,
+    ) {
         let Some(branch) = self.cond_branch(block) else { return };
         let info = self.outcome_info();
         let taken = succ == branch.taken;
+        let implications = |guard: fencelint_ir::Guard, truth: bool| {
+            if implied { self.implied_by(branch.inst, guard.reg, truth) } else { Vec::new() }
+        };
         // With a second condition, the way not taken says only that one of the two fails: what
         // follows from each failing is learned.
         if let Some(condition) = branch.condition
             && !taken
         {
-            let failing = |guard: fencelint_ir::Guard| {
+            let mut from_implications = Vec::new();
+            let mut failing = |guard: fencelint_ir::Guard| {
                 let mut case = outcomes.clone();
                 let value = self.value_number(branch.inst, guard.reg);
                 case.insert_any(value, guard.negated);
+                for (other, truth) in implications(guard, guard.negated) {
+                    case.insert_any(other, truth);
+                    from_implications.push(other);
+                }
                 close(info, &mut case);
                 case
             };
             let (first, second) = (failing(branch.guard), failing(condition));
+            let keep = |value: &ValueNumber| {
+                info.useful.contains(value)
+                    || from_implications.contains(value) && info.tested.contains(value)
+            };
             let mut learned = false;
             for &(value, truth) in &first.0 {
-                if info.useful.contains(&value)
-                    && second.get(value) == Some(truth)
-                    && outcomes.insert(value, truth)
+                if keep(&value) && second.get(value) == Some(truth) && outcomes.insert(value, truth)
                 {
                     learned = true;
                 }
@@ -196,8 +221,14 @@ impl FunctionAnalysis<'_> {
         let mut learned = false;
         for guard in std::iter::once(branch.guard).chain(branch.condition) {
             let value = self.value_number(branch.inst, guard.reg);
-            if info.useful.contains(&value) && outcomes.insert(value, taken != guard.negated) {
+            let truth = taken != guard.negated;
+            if info.useful.contains(&value) && outcomes.insert(value, truth) {
                 learned = true;
+            }
+            for (other, truth) in implications(guard, truth) {
+                if info.tested.contains(&other) && outcomes.insert(other, truth) {
+                    learned = true;
+                }
             }
         }
         if learned {
@@ -207,10 +238,12 @@ impl FunctionAnalysis<'_> {
 
     /// What every path along the edge from `from` to `to` has learned: the outcomes of the
     /// branches on the chain of single predecessors above `from` (up to 8 blocks, each entered
-    /// forward in text order), and of the edge itself. Empty when the edge goes back.
+    /// forward in text order), and of the edge itself, with what each outcome says about the
+    /// tests that chose its predicate's inputs (a value some branch tests, see
+    /// [`crate::assume`]). Empty when the edge goes back.
     pub fn outcomes_on_edge(&self, from: BlockId, to: BlockId) -> Outcomes {
         let mut outcomes = Outcomes::default();
-        if to.0 <= from.0 || !self.learns_outcomes() {
+        if to.0 <= from.0 || self.outcome_info().tested.is_empty() {
             return outcomes;
         }
         let mut chain = vec![(from, to)];
@@ -224,7 +257,7 @@ impl FunctionAnalysis<'_> {
             at = pred;
         }
         for &(pred, block) in chain.iter().rev() {
-            self.learn_edge(pred, block, &mut outcomes);
+            self.learn_edge_with(pred, block, &mut outcomes, true);
         }
         outcomes
     }
@@ -241,6 +274,7 @@ impl FunctionAnalysis<'_> {
                 }
             }
             info.useful = count.iter().filter(|&(_, &n)| n >= 2).map(|(&v, _)| v).collect();
+            info.tested = count.keys().copied().collect();
             if info.useful.is_empty() {
                 info.parts.clear();
                 return info;

@@ -93,7 +93,8 @@ impl FunctionAnalysis<'_> {
         learning: bool,
     ) -> bool {
         let cfg = &self.cfg;
-        let learn = learning && self.learns_outcomes();
+        // Outcomes given at the start are kept even where no branch tests a value twice.
+        let learn = learning && (self.learns_outcomes() || !outcomes.is_empty());
         // A block is walked once per state, per successor its entering edge forces
         // ([`FunctionAnalysis::forced_successor`]) and, when learning, per set of branch
         // outcomes its path learned ([`Outcomes`]; past `MAX_OUTCOME_SETS` sets at one block,

@@ -298,6 +298,23 @@ pub enum ValueOp {
     /// `space`. SASS `QSPC.E.S P0, RZ, [R2.64]` (the CTA's shared memory), `QSPC.E.D` (the
     /// shared memory of a CTA of the cluster), `QSPC.E.G`, `QSPC.E.L`.
     InSpace(Space),
+    /// A function of three predicates given by its truth table, SASS `PLOP3.LUT P0, PT, P1,
+    /// !P2, PT, 0x80, 0x0`: bit `4a + 2b + c` of `table`, where `a`, `b`, `c` are the inputs in
+    /// order (`0x80` is `a && b && c`, as `LOP3.LUT` counts). `PT` is a constant input, so
+    /// `PLOP3.LUT P0, PT, PT, PT, PT, 0x80, 0x0` sets `P0`.
+    PredTable {
+        inputs: [PredInput; 3],
+        table: u8,
+    },
+}
+
+/// An input of [`ValueOp::PredTable`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PredInput {
+    /// `PT` (true) or `!PT` (false).
+    Const(bool),
+    /// A predicate register, read inverted when the flag is set (`!P2`).
+    Reg(Reg, bool),
 }
 
 impl ValueOp {
@@ -336,6 +353,13 @@ impl ValueOp {
             | Self::Varying
             | Self::RetriedSwap
             | Self::InSpace(_) => {}
+            Self::PredTable { inputs, .. } => {
+                for input in inputs {
+                    if let PredInput::Reg(reg, _) = input {
+                        *reg = map(*reg);
+                    }
+                }
+            }
         }
     }
 }

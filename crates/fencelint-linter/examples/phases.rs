@@ -5,7 +5,9 @@
 //! `cargo run --release -p fencelint-linter --example phases -- listing.sass [runs]`
 //!
 //! With `PHASES_RULE=<rule>` it lowers the listing once and runs only that rule `runs` times,
-//! for a profiler. The machine's noise moves single timings by a quarter; for comparisons of
+//! for a profiler. With `PHASES_TOP=<rule>` it runs that rule once on each function and prints
+//! the 25 functions it took longest on, to tell a cost spread over every function from one
+//! concentrated in a few. The machine's noise moves single timings by a quarter; for comparisons of
 //! two builds, counting instructions (`valgrind --tool=callgrind`) is steadier
 //! (`docs/performance.md`).
 
@@ -41,15 +43,43 @@ fn each_function(lowered: &Lowered, mut f: impl FnMut(&Module, &Function)) {
     }
 }
 
+/// Runs one rule on one function with a fresh analysis.
+fn check(module: &Module, func: &Function, rule: &dyn Rule, severity: Severity) {
+    let analysis = FunctionAnalysis::new(func);
+    let mut cx = FunctionCx::new(module, &analysis, rule.meta(), severity);
+    rule.check_function(&mut cx);
+    black_box(cx.into_diagnostics());
+}
+
 /// Runs one rule over every function of `lowered`, each with a fresh analysis.
 fn run_rule(lowered: &[Lowered], rule: &dyn Rule, severity: Severity) {
     for low in lowered {
+        each_function(low, |module, func| check(module, func, rule, severity));
+    }
+}
+
+/// Prints the 25 functions of `lowered` that `rule` takes longest on.
+fn top_functions(lowered: &[Lowered], rule: &dyn Rule, severity: Severity) {
+    let mut rows = Vec::new();
+    let mut total = 0.0;
+    for low in lowered {
         each_function(low, |module, func| {
-            let analysis = FunctionAnalysis::new(func);
-            let mut cx = FunctionCx::new(module, &analysis, rule.meta(), severity);
-            rule.check_function(&mut cx);
-            black_box(cx.into_diagnostics());
+            let time = seconds(|| check(module, func, rule, severity));
+            total += time;
+            rows.push((time, func.insts.len(), func.name.clone()));
         });
+    }
+    rows.sort_by(|a, b| b.0.total_cmp(&a.0));
+    println!("{total:.3} s over {} functions; the longest:", rows.len());
+    let mut sum = 0.0;
+    for (time, insts, name) in rows.iter().take(25) {
+        sum += time;
+        let short: String = name.chars().take(70).collect();
+        let per_inst = time * 1e9 / *insts as f64;
+        let share = sum * 100.0 / total;
+        println!(
+            "{time:.4} s {per_inst:6.1} ns/inst {insts:7} insts, {share:3.0}% so far  {short}"
+        );
     }
 }
 
@@ -75,11 +105,16 @@ fn main() {
         .map(|f| f.insts.len())
         .sum();
 
-    if let Ok(only) = std::env::var("PHASES_RULE") {
+    for (var, top) in [("PHASES_TOP", true), ("PHASES_RULE", false)] {
+        let Ok(only) = std::env::var(var) else { continue };
         let (rule, severity) =
             settings.enabled().find(|(r, _)| r.meta().name == only).expect("a rule name");
-        for _ in 0..runs {
-            run_rule(&lowered, rule, severity);
+        if top {
+            top_functions(&lowered, rule, severity);
+        } else {
+            for _ in 0..runs {
+                run_rule(&lowered, rule, severity);
+            }
         }
         return;
     }

@@ -199,3 +199,68 @@ fn a_poll_under_a_test_meets_the_fence_under_the_same_test() {
     assert_eq!(sass_spin_polls(&listing("@!P3", false)), 1);
     assert_eq!(sass_spin_polls(&listing("@!P2", true)), 1);
 }
+
+/// A poll skipped when two flags, read beforehand only under a test (`@P3 LDG.E`), say ready,
+/// with constants that say ready where the test fails, and a fence after the loop under the
+/// same test, as ptxas lays out cuDSS's `fct_kernel` (hand-written listing): without `P3` the
+/// flags keep the constants and the skip is taken, so every way into the loop has `P3`, and
+/// `@!P3 BRA` never skips the fence after it. With the fence under another test, or a constant
+/// that lets the poll run without `P3`, a path polls and skips the fence.
+#[test]
+fn flags_read_under_a_test_skip_the_poll_the_fence_under_that_test_orders() {
+    let listing = |ready_default: &str, fence_guard: &str| {
+        let mut lines: Vec<String> = [
+            "LDC.64 R40, c[0x0][0x210] ;",
+            "LDC.64 R38, c[0x0][0x218] ;",
+            "LDC R2, c[0x0][0x220] ;",
+            "LDC R3, c[0x0][0x224] ;",
+            "ISETP.NE.AND P2, PT, R3, RZ, PT ;",
+            "IMAD.MOV.U32 R109, RZ, RZ, 0x2 ;",
+            &format!("IMAD.MOV.U32 R108, RZ, RZ, {ready_default} ;"),
+            "ISETP.LT.U32.AND P3, PT, R2, R3, PT ;",
+            "@P3 LDG.E R108, desc[UR8][R40.64] ;",
+            "@P3 LDG.E R109, desc[UR8][R38.64] ;",
+            "SHF.R.U32.HI R109, RZ, 0x1, R109 ;",
+            "LOP3.LUT R108, R108, 0x1, RZ, 0xc0, !PT ;",
+            "LOP3.LUT R109, R109, 0x1, RZ, 0xc0, !PT ;",
+            "ISETP.EQ.U32.AND P1, PT, R108, 0x1, PT ;",
+            "ISETP.NE.U32.AND P0, PT, R109, 0x1, PT ;",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let at = |index: usize| format!("{:#x}", index * 16);
+        let poll = lines.len() + 1;
+        let after = poll + 5;
+        lines.push(format!("@!P0 BRA P1, {} ;", at(after)));
+        lines.extend(
+            [
+                "LDG.E.STRONG.GPU R37, desc[UR8][R40.64] ;",
+                "LDG.E.STRONG.GPU R36, desc[UR8][R38.64] ;",
+                "LOP3.LUT R37, R37, 0x2, RZ, 0xc0, !PT ;",
+                "ISETP.NE.U32.OR P0, PT, R36, 0x1, P5 ;",
+            ]
+            .map(str::to_owned),
+        );
+        lines.push(format!("@P0 BRA {} ;", at(poll)));
+        lines.push(format!("{fence_guard} BRA {} ;", at(after + 3)));
+        lines.extend(
+            [
+                "MEMBAR.SC.GPU ;",
+                "CCTL.IVALL ;",
+                "LDG.E R5, desc[UR8][R40.64+0x100] ;",
+                "STG.E desc[UR8][R40.64+0x200], R5 ;",
+                "EXIT ;",
+            ]
+            .map(str::to_owned),
+        );
+        lines.push(format!("BRA {};", at(lines.len())));
+        let mut body = String::new();
+        for (index, line) in lines.iter().enumerate() {
+            writeln!(body, "        /*{:04x}*/                   {line}", index * 16).unwrap();
+        }
+        body
+    };
+    assert_eq!(sass_spin_polls(&listing("0x1", "@!P3")), 0);
+    assert_eq!(sass_spin_polls(&listing("0x1", "@!P2")), 1);
+    assert_eq!(sass_spin_polls(&listing("0x0", "@!P3")), 1);
+}

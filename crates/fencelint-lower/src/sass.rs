@@ -28,8 +28,8 @@ use rustc_hash::FxHashMap;
 use fencelint_diagnostics::Diagnostic;
 use fencelint_ir::{
     AddrBase, Address, AddressRole, AsyncOp, CompactString, Control, Function, Guard, Inst, InstId,
-    InstKind, IntCompare, Module, Name, Reg, Regs, Relation, SourceLocation, Space, Tcgen05Op,
-    ValueOp, WgmmaOp,
+    InstKind, IntCompare, Module, Name, PredInput, Reg, Regs, Relation, SourceLocation, Space,
+    Tcgen05Op, ValueOp, WgmmaOp,
 };
 pub use fencelint_sass::Arch;
 use fencelint_sass::{
@@ -1039,6 +1039,7 @@ fn value_op(
     match rule {
         ValueRule::Isetp => isetp_value(func, opcode, operands),
         ValueRule::Lop3And => lop3_and_value(func, operands),
+        ValueRule::Plop3 => plop3_value(func, operands),
         ValueRule::Vote => vote_value(func, opcode, operands),
         ValueRule::Popc => {
             let [_, src] = operands else { return None };
@@ -1209,6 +1210,30 @@ fn lop3_and_value(func: &mut Lowering, operands: &[Operand<'_>]) -> Option<Value
     }
     let mask = b.imm()?;
     Some(ValueOp::AndImm(reg, mask))
+}
+
+/// `PLOP3.LUT Pd, PT, a, b, c, table, 0x0` (`UPLOP3.LUT` with uniform predicates): `Pd` is the
+/// table's function of the three inputs, each a predicate, `PT` or `!PT`. `None` when the
+/// second destination is a register (it gets a value of its own).
+fn plop3_value(func: &mut Lowering, operands: &[Operand<'_>]) -> Option<ValueOp> {
+    let [dest, second, a, b, c, table, _] = operands else { return None };
+    let dest = dest.reg()?;
+    if !is_predicate(dest.reg) || dest.reg.is_true() || !is_always(second) {
+        return None;
+    }
+    let mut input = |o: &Operand<'_>| -> Option<PredInput> {
+        let reg = o.reg()?.reg;
+        if o.neg || o.abs || !is_predicate(reg) {
+            return None;
+        }
+        if reg.is_true() {
+            return Some(PredInput::Const(!o.invert));
+        }
+        Some(PredInput::Reg(func.reg(reg)?, o.invert))
+    };
+    let inputs = [input(a)?, input(b)?, input(c)?];
+    let table = u8::try_from(table.imm()?).ok()?;
+    Some(ValueOp::PredTable { inputs, table })
 }
 
 /// `VOTE.ANY Pd, [!]Ps` or `VOTE.ALL RZ, Pd, [!]Ps` (`VOTEU` with a uniform destination):

@@ -127,6 +127,9 @@ pub enum ValueRule {
     /// `LOP3.LUT R2, R1, 0x3fffffff, RZ, 0xc0, !PT`: a register and a constant (a lookup table
     /// that is `a & b` where the third input is zero).
     Lop3And,
+    /// `PLOP3.LUT P0, PT, P1, !P2, PT, 0x80, 0x0`: a function of three predicates by its truth
+    /// table.
+    Plop3,
     /// `VOTE.ANY P0, !P1`, `VOTEU.ALL UP0, P1`: a warp vote into a predicate; the ballot of
     /// `PT` (`VOTEU.ANY UR6, UPT, PT`) is the mask of the active lanes. Other ballots have no
     /// value.
@@ -547,6 +550,7 @@ fn meaning_of(class: Class, facts: &mut Facts<'_>) -> Result<Meaning, String> {
         Some("ldc") => Some(ValueRule::Ldc),
         Some("isetp") => Some(ValueRule::Isetp),
         Some("lop3_and") => Some(ValueRule::Lop3And),
+        Some("plop3") => Some(ValueRule::Plop3),
         Some("vote") => Some(ValueRule::Vote),
         Some("popc") => Some(ValueRule::Popc),
         Some("permute") => Some(ValueRule::Permute),
