@@ -23,7 +23,7 @@
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
-use fencelint_ir::{InstId, PredInput, Reg, ValueOp};
+use fencelint_ir::{InstId, Reg, ValueOp};
 
 use crate::{BlockId, FunctionAnalysis, ValueNumber};
 
@@ -152,15 +152,13 @@ impl Search<'_, '_> {
                 }
             }
             ValueOp::PredTable { inputs, table } => {
+                // Inputs the table ignores are not evaluated (a constant folded in).
                 let mut row = 0;
-                for input in inputs {
-                    let bit = match input {
-                        PredInput::Const(bit) => bit,
-                        PredInput::Reg(src, negated) => {
-                            truth(self.value(def, src, depth)?) != negated
-                        }
-                    };
-                    row = row << 1 | usize::from(bit);
+                for (place, src) in inputs.into_iter().enumerate() {
+                    let bit = 1 << (2 - place);
+                    let matters = (0..8).any(|r| (table >> r ^ table >> (r ^ bit)) & 1 != 0);
+                    let value = matters && truth(self.value(def, src, depth)?);
+                    row |= usize::from(value) * bit;
                 }
                 i64::from(table >> row & 1)
             }

@@ -299,23 +299,20 @@ pub enum ValueOp {
     /// shared memory of a CTA of the cluster), `QSPC.E.G`, `QSPC.E.L`.
     InSpace(Space),
     /// A function of three predicates given by its truth table, SASS `PLOP3.LUT P0, PT, P1,
-    /// !P2, PT, 0x80, 0x0`: bit `4a + 2b + c` of `table`, where `a`, `b`, `c` are the inputs in
-    /// order (`0x80` is `a && b && c`, as `LOP3.LUT` counts). `PT` is a constant input, so
-    /// `PLOP3.LUT P0, PT, PT, PT, PT, 0x80, 0x0` sets `P0`.
+    /// !P2, PT, 0x80, 0x0`: bit `4a + 2b + c` of `table`, where `a`, `b`, `c` are the values of
+    /// `inputs` in order (`0x80` is `a && b && c`, as `LOP3.LUT` counts). Inputs read inverted
+    /// and constant inputs (`PT`) are folded into the table, which then does not depend on the
+    /// input in that place (it repeats another register): `PLOP3.LUT P0, PT, PT, PT, PT, 0x80,
+    /// 0x0` has the table `0xff`, true whatever its inputs.
     PredTable {
-        inputs: [PredInput; 3],
+        inputs: [Reg; 3],
         table: u8,
     },
 }
 
-/// An input of [`ValueOp::PredTable`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PredInput {
-    /// `PT` (true) or `!PT` (false).
-    Const(bool),
-    /// A predicate register, read inverted when the flag is set (`!P2`).
-    Reg(Reg, bool),
-}
+// Every instruction holds an `Option<ValueOp>`: a larger variant makes every `Inst` larger, and
+// a listing's instruction tables are most of the memory a lint touches (docs/performance.md).
+const _: () = assert!(std::mem::size_of::<ValueOp>() <= 24);
 
 impl ValueOp {
     /// Renames the registers the value reads ([`Inst::map_regs`]).
@@ -354,10 +351,8 @@ impl ValueOp {
             | Self::RetriedSwap
             | Self::InSpace(_) => {}
             Self::PredTable { inputs, .. } => {
-                for input in inputs {
-                    if let PredInput::Reg(reg, _) = input {
-                        *reg = map(*reg);
-                    }
+                for reg in inputs {
+                    *reg = map(*reg);
                 }
             }
         }

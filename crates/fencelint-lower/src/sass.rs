@@ -28,8 +28,8 @@ use rustc_hash::FxHashMap;
 use fencelint_diagnostics::Diagnostic;
 use fencelint_ir::{
     AddrBase, Address, AddressRole, AsyncOp, CompactString, Control, Function, Guard, Inst, InstId,
-    InstKind, IntCompare, Module, Name, PredInput, Reg, Regs, Relation, SourceLocation, Space,
-    Tcgen05Op, ValueOp, WgmmaOp,
+    InstKind, IntCompare, Module, Name, Reg, Regs, Relation, SourceLocation, Space, Tcgen05Op,
+    ValueOp, WgmmaOp,
 };
 pub use fencelint_sass::Arch;
 use fencelint_sass::{
@@ -1212,28 +1212,44 @@ fn lop3_and_value(func: &mut Lowering, operands: &[Operand<'_>]) -> Option<Value
     Some(ValueOp::AndImm(reg, mask))
 }
 
-/// `PLOP3.LUT Pd, PT, a, b, c, table, 0x0` (`UPLOP3.LUT` with uniform predicates): `Pd` is the
-/// table's function of the three inputs, each a predicate, `PT` or `!PT`. `None` when the
-/// second destination is a register (it gets a value of its own).
+/// `PLOP3.LUT Pd, PT, a, b, c, table, 0x0`: `Pd` is the table's function of the three inputs,
+/// each a predicate, read inverted or not, or `PT`/`!PT` ([`ValueOp::PredTable`], inversions
+/// and constants folded into the table). `None` when the second destination is a predicate (it
+/// gets a value of its own).
 fn plop3_value(func: &mut Lowering, operands: &[Operand<'_>]) -> Option<ValueOp> {
     let [dest, second, a, b, c, table, _] = operands else { return None };
     let dest = dest.reg()?;
     if !is_predicate(dest.reg) || dest.reg.is_true() || !is_always(second) {
         return None;
     }
-    let mut input = |o: &Operand<'_>| -> Option<PredInput> {
+    let table = u8::try_from(table.imm()?).ok()?;
+    // Each input: a register, or the constant it reads; and whether it is read inverted.
+    let mut inputs = [(None, false); 3];
+    for (input, o) in inputs.iter_mut().zip([a, b, c]) {
         let reg = o.reg()?.reg;
         if o.neg || o.abs || !is_predicate(reg) {
             return None;
         }
-        if reg.is_true() {
-            return Some(PredInput::Const(!o.invert));
+        *input = if reg.is_true() { (None, !o.invert) } else { (Some(func.reg(reg)?), o.invert) };
+    }
+    // Row `r` of the new table reads row `read(r)` of the instruction's.
+    let read = |row: usize| {
+        let mut original = 0;
+        for (place, (reg, flag)) in inputs.iter().enumerate() {
+            let bit = row >> (2 - place) & 1 == 1;
+            let value = if reg.is_some() { bit != *flag } else { *flag };
+            original |= usize::from(value) << (2 - place);
         }
-        Some(PredInput::Reg(func.reg(reg)?, o.invert))
+        original
     };
-    let inputs = [input(a)?, input(b)?, input(c)?];
-    let table = u8::try_from(table.imm()?).ok()?;
-    Some(ValueOp::PredTable { inputs, table })
+    let folded = (0..8).fold(0u8, |acc, row| acc | (table >> read(row) & 1) << row);
+    // A place whose input was a constant repeats a register: the table ignores it.
+    let any = match inputs.iter().find_map(|(reg, _)| *reg) {
+        Some(reg) => reg,
+        None => func.reg(dest.reg)?,
+    };
+    let inputs = inputs.map(|(reg, _)| reg.unwrap_or(any));
+    Some(ValueOp::PredTable { inputs, table: folded })
 }
 
 /// `VOTE.ANY Pd, [!]Ps` or `VOTE.ALL RZ, Pd, [!]Ps` (`VOTEU` with a uniform destination):

@@ -284,6 +284,33 @@ fn hfma2_writes_a_constant() {
     assert_eq!(f.insts[4].value, None);
 }
 
+/// `PLOP3.LUT` carries its table, with inverted and constant inputs folded in: `P1 && !P2 &&
+/// PT` is a function of `P1` and `P2` alone, `PT && PT && PT` the constant true, and a second
+/// destination that is a predicate gives no value.
+#[test]
+fn plop3_folds_inversions_and_constants_into_its_table() {
+    let text = "
+		Function : k
+        /*0000*/                   PLOP3.LUT P0, PT, P1, !P2, PT, 0x80, 0x0 ;
+        /*0010*/                   PLOP3.LUT P3, PT, PT, PT, PT, 0x80, 0x0 ;
+        /*0020*/                   PLOP3.LUT P4, PT, P1, P2, !PT, 0xfe, 0x0 ;
+        /*0030*/                   PLOP3.LUT P5, P6, P1, P2, PT, 0x80, 0x8 ;
+		..........
+";
+    let modules = lower(text, SassFormat::CuobjdumpText);
+    let f = only_function(&modules);
+    let table = |i: usize| match f.insts[i].value {
+        Some(ValueOp::PredTable { inputs, table }) => (names(f, &inputs), table),
+        ref other => panic!("{i}: {other:?}"),
+    };
+    // Rows `4a + 2b + c`: true where `a` is set and `b` clear, whatever `c` (which repeats `a`).
+    assert_eq!(table(0), (vec!["P1".to_owned(), "P2".to_owned(), "P1".to_owned()], 0x30));
+    assert_eq!(table(1).1, 0xff);
+    // `a || b || false`.
+    assert_eq!(table(2), (vec!["P1".to_owned(), "P2".to_owned(), "P1".to_owned()], 0xfc));
+    assert_eq!(f.insts[3].value, None);
+}
+
 /// `CS2R Rd, SRZ` zeroes a register pair; `CS2R.32` one register.
 #[test]
 fn cs2r_writes_a_pair() {
