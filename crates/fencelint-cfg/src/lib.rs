@@ -76,6 +76,8 @@ pub struct FunctionAnalysis<'f> {
     /// computations behind [`ValueNumber::Expr`].
     value_numbers: RefCell<FxHashMap<(InstId, Reg), ValueNumber>>,
     exprs: RefCell<FxHashMap<(u64, Vec<ValueNumber>), u32>>,
+    /// The operands of each [`ValueNumber::Expr`], by its number.
+    expr_operands: RefCell<Vec<Vec<ValueNumber>>>,
     /// Reaching definitions already computed by a walk ([`FunctionAnalysis::reaching_defs`]):
     /// the poll rules slice the same exit branches, and SASS registers are redefined often.
     reaches: RefCell<FxHashMap<(InstId, Reg), Reach>>,
@@ -204,6 +206,7 @@ impl<'f> FunctionAnalysis<'f> {
             inst_keys: RefCell::new(Vec::new()),
             value_numbers: RefCell::new(FxHashMap::default()),
             exprs: RefCell::new(FxHashMap::default()),
+            expr_operands: RefCell::new(Vec::new()),
             reaches: RefCell::new(FxHashMap::default()),
             reaches_in_loop: RefCell::new(FxHashMap::default()),
             reach_marks: RefCell::new(Marks::default()),

@@ -72,6 +72,11 @@ impl Outcomes {
         self.0.is_empty()
     }
 
+    /// Keeps the values for which `keep` holds.
+    pub fn retain(&mut self, mut keep: impl FnMut(ValueNumber) -> bool) {
+        self.0.retain(|&mut (value, _)| keep(value));
+    }
+
     pub fn clear(&mut self) {
         self.0.clear();
     }

@@ -7,7 +7,7 @@
 
 use fencelint_ir::{AluOp, InstId, Reg, ValueOp};
 
-use crate::FunctionAnalysis;
+use crate::{FunctionAnalysis, Loop};
 
 /// The value a register holds where an instruction reads it. Equal numbers mean equal values
 /// in one execution of the function, up to the re-execution of a definition in a loop (the
@@ -71,9 +71,36 @@ impl FunctionAnalysis<'_> {
                     .collect();
                 let mut exprs = self.exprs.borrow_mut();
                 let next = u32::try_from(exprs.len()).unwrap_or(u32::MAX);
-                ValueNumber::Expr(*exprs.entry((key.get(), operands)).or_insert(next))
+                let number = *exprs.entry((key.get(), operands.clone())).or_insert_with(|| {
+                    self.expr_operands.borrow_mut().push(operands);
+                    next
+                });
+                ValueNumber::Expr(number)
             }
             _ => ValueNumber::Opaque(at, reg),
+        }
+    }
+}
+
+impl FunctionAnalysis<'_> {
+    /// Whether `value` is the same in every iteration of `lp`: no instruction of the loop
+    /// computes it (an instruction's result, a read with several definitions, or, for a
+    /// computation, each of its operands).
+    pub fn value_invariant_in(&self, value: ValueNumber, lp: &Loop) -> bool {
+        self.value_invariant_within(value, lp, 0)
+    }
+
+    fn value_invariant_within(&self, value: ValueNumber, lp: &Loop, depth: usize) -> bool {
+        match value {
+            ValueNumber::Entry(_) => true,
+            ValueNumber::Def(at) | ValueNumber::Opaque(at, _) => !lp.contains_inst(self, at),
+            ValueNumber::Expr(number) => {
+                let operands = self.expr_operands.borrow().get(number as usize).cloned();
+                depth < MAX_DEPTH
+                    && operands.is_some_and(|operands| {
+                        operands.into_iter().all(|v| self.value_invariant_within(v, lp, depth + 1))
+                    })
+            }
         }
     }
 }

@@ -7,11 +7,19 @@ use rustc_hash::FxHashMap;
 
 use fencelint_ir::InstId;
 
-use crate::{BlockId, FunctionAnalysis, Outcomes};
+use crate::{BlockId, FunctionAnalysis, Loop, Outcomes};
 
 /// A block to walk: where to start in it (after this instruction), the successor its entering
 /// edge forces, the outcomes its path learned, and the state.
 type Pending<S> = (BlockId, Option<InstId>, Option<BlockId>, Outcomes, S);
+
+/// What a walk learns from the branches it passes.
+enum Learning<'l> {
+    Not,
+    Outcomes,
+    /// Outcomes, and at the header of this loop, entered from inside it, these.
+    InLoop(&'l Loop, Outcomes),
+}
 
 /// The most sets of learned branch outcomes one walk enters a block with.
 const MAX_OUTCOME_SETS: usize = 32;
@@ -49,7 +57,7 @@ impl FunctionAnalysis<'_> {
             init,
             step,
             follow,
-            false,
+            &Learning::Not,
         );
     }
 
@@ -66,7 +74,7 @@ impl FunctionAnalysis<'_> {
         step: impl FnMut(InstId, S) -> Option<S>,
     ) -> bool {
         let start = (self.cfg.block_of(from), Some(from));
-        self.walk(start, Outcomes::default(), init, step, |_, _| true, true)
+        self.walk(start, Outcomes::default(), init, step, |_, _| true, &Learning::Outcomes)
     }
 
     /// [`walk_forward_learning`](Self::walk_forward_learning) from the top of `block`, on paths
@@ -78,7 +86,23 @@ impl FunctionAnalysis<'_> {
         init: S,
         step: impl FnMut(InstId, S) -> Option<S>,
     ) -> bool {
-        self.walk((block, None), outcomes, init, step, |_, _| true, true)
+        self.walk((block, None), outcomes, init, step, |_, _| true, &Learning::Outcomes)
+    }
+
+    /// [`walk_learning_from`](Self::walk_learning_from) inside or after `lp`, where `outcomes`
+    /// hold at every entry of `lp`'s header: learned on its one way in, of values no instruction
+    /// of the loop computes ([`FunctionAnalysis::value_invariant_in`]). A path that goes back
+    /// to the header from inside the loop knows them again there, instead of nothing.
+    pub fn walk_learning_in_loop<S: Copy + Ord>(
+        &self,
+        block: BlockId,
+        outcomes: Outcomes,
+        lp: &Loop,
+        init: S,
+        step: impl FnMut(InstId, S) -> Option<S>,
+    ) -> bool {
+        let learning = Learning::InLoop(lp, outcomes.clone());
+        self.walk((block, None), outcomes, init, step, |_, _| true, &learning)
     }
 
     /// Walks from `start`: a block, and the instruction after which to begin in it (its top
@@ -90,11 +114,12 @@ impl FunctionAnalysis<'_> {
         init: S,
         mut step: impl FnMut(InstId, S) -> Option<S>,
         follow: impl Fn(BlockId, BlockId) -> bool,
-        learning: bool,
+        learning: &Learning<'_>,
     ) -> bool {
         let cfg = &self.cfg;
         // Outcomes given at the start are kept even where no branch tests a value twice.
-        let learn = learning && (self.learns_outcomes() || !outcomes.is_empty());
+        let learn =
+            !matches!(learning, Learning::Not) && (self.learns_outcomes() || !outcomes.is_empty());
         // A block is walked once per state, per successor its entering edge forces
         // ([`FunctionAnalysis::forced_successor`]) and, when learning, per set of branch
         // outcomes its path learned ([`Outcomes`]; past `MAX_OUTCOME_SETS` sets at one block,
@@ -115,7 +140,7 @@ impl FunctionAnalysis<'_> {
                 state = step(id, current);
             }
             if steps > self.budget.walk_steps {
-                if !learning {
+                if matches!(learning, Learning::Not) {
                     self.mark_incomplete();
                 }
                 return false;
@@ -128,8 +153,15 @@ impl FunctionAnalysis<'_> {
                 }
                 let next = self.forced_successor(block, succ);
                 let mut learned = Outcomes::default();
-                // Going back in text order may run an instruction again: forget.
-                if learn && succ.0 > block.0 {
+                // Going back in text order may run an instruction again: forget, but for what
+                // holds at every entry of a loop's header.
+                if let Learning::InLoop(lp, held) = learning
+                    && learn
+                    && succ == lp.header
+                    && lp.contains(block)
+                {
+                    learned = held.clone();
+                } else if learn && succ.0 > block.0 {
                     learned = outcomes.clone();
                     self.learn_edge(block, succ, &mut learned);
                     if !learned.is_empty() {

@@ -1963,12 +1963,36 @@ fn confirmed(analysis: &FunctionAnalysis<'_>, lp: &Loop, poll: &Poll, mut after:
         return after;
     }
     let cfg = &analysis.cfg;
-    let mut entries = cfg.predecessors(lp.header).filter(|&p| !lp.contains(p));
-    let (Some(way_in), None) = (entries.next(), entries.next()) else { return after };
     if poll.exit_to <= cfg.block_of(poll.branch) {
         return after;
     }
-    let outcomes = analysis.outcomes_on_edge(way_in, lp.header);
+    let way_in = |l: &Loop| {
+        let mut entries = cfg.predecessors(l.header).filter(|&p| !l.contains(p));
+        match (entries.next(), entries.next()) {
+            (Some(way_in), None) => Some(way_in),
+            _ => None,
+        }
+    };
+    // A poll of two tests (`while (!(poll(a) && poll(b)))`) is two back edges to one header:
+    // the loop of the first test is entered again from the second. Then the loop of all the
+    // header's back edges has the one way in, and what it learned holds at each turn for the
+    // values the loop does not compute.
+    let (way_in, around) = if let Some(way_in) = way_in(lp) {
+        (way_in, None)
+    } else {
+        let whole = analysis
+            .loops()
+            .iter()
+            .filter(|l| l.header == lp.header)
+            .max_by_key(|l| l.blocks.len());
+        let Some(whole) = whole.filter(|w| w.id != lp.id) else { return after };
+        let Some(way_in) = way_in(whole) else { return after };
+        (way_in, Some(whole))
+    };
+    let mut outcomes = analysis.outcomes_on_edge(way_in, lp.header);
+    if let Some(whole) = around {
+        outcomes.retain(|value| analysis.value_invariant_in(value, whole));
+    }
     if outcomes.is_empty() {
         return after;
     }
@@ -1977,7 +2001,7 @@ fn confirmed(analysis: &FunctionAnalysis<'_>, lp: &Loop, poll: &Poll, mut after:
     // Past a barrier the reads are also other threads', whose tests may go the other way: a
     // poller that fences only after the barrier leaves them unordered.
     let mut handed_over = false;
-    let complete = analysis.walk_learning_from(poll.exit_to, outcomes, (), |id, ()| {
+    let step = |id: InstId, (): ()| {
         if is_acquire(analysis, id, poll.load, poll.required) {
             return None;
         }
@@ -1989,7 +2013,11 @@ fn confirmed(analysis: &FunctionAnalysis<'_>, lp: &Loop, poll: &Poll, mut after:
             reached.insert(id);
         }
         Some(())
-    });
+    };
+    let complete = match around {
+        None => analysis.walk_learning_from(poll.exit_to, outcomes, (), step),
+        Some(whole) => analysis.walk_learning_in_loop(poll.exit_to, outcomes, whole, (), step),
+    };
     if complete && !handed_over {
         after.reads.retain(|id| reached.contains(id));
         after.strong_first.retain(|id| reached.contains(id));
