@@ -146,6 +146,29 @@ fn a_search_for_sentinels_is_its_own_flag() {
     assert!(sass_spin_polls(&counted) > 0);
 }
 
+/// Ends a hand-written listing with a branch under `fence_guard` past an acquire fence to a
+/// data read, and numbers its lines as cuobjdump does (16 bytes apart).
+fn fenced_read(mut lines: Vec<String>, fence_guard: &str) -> String {
+    let at = |index: usize| format!("{:#x}", index * 16);
+    lines.push(format!("{fence_guard} BRA {} ;", at(lines.len() + 3)));
+    lines.extend(
+        [
+            "MEMBAR.SC.GPU ;",
+            "CCTL.IVALL ;",
+            "LDG.E R5, desc[UR8][R40.64+0x100] ;",
+            "STG.E desc[UR8][R40.64+0x200], R5 ;",
+            "EXIT ;",
+        ]
+        .map(str::to_owned),
+    );
+    lines.push(format!("BRA {};", at(lines.len())));
+    let mut body = String::new();
+    for (index, line) in lines.iter().enumerate() {
+        writeln!(body, "        /*{:04x}*/                   {line}", index * 16).unwrap();
+    }
+    body
+}
+
 /// A poll that runs only when a test before the loop holds, and a fence after the loop under the
 /// same test, as ptxas lays out cuDSS's `fct_kernel` (hand-written listing): `P4 = x != 0 ||
 /// !P2`, `P0 = y != 0 || !P2`, and `@P4 BRA P0` skips the poll when both hold, so every way
@@ -177,23 +200,7 @@ fn a_poll_under_a_test_meets_the_fence_under_the_same_test() {
         if barrier {
             lines.push("BAR.SYNC.DEFER_BLOCKING 0x0 ;".to_owned());
         }
-        lines.push(format!("{fence_guard} BRA {} ;", at(after + 3)));
-        lines.extend(
-            [
-                "MEMBAR.SC.GPU ;",
-                "CCTL.IVALL ;",
-                "LDG.E R5, desc[UR8][R40.64+0x100] ;",
-                "STG.E desc[UR8][R40.64+0x200], R5 ;",
-                "EXIT ;",
-            ]
-            .map(str::to_owned),
-        );
-        lines.push(format!("BRA {};", at(lines.len())));
-        let mut body = String::new();
-        for (index, line) in lines.iter().enumerate() {
-            writeln!(body, "        /*{:04x}*/                   {line}", index * 16).unwrap();
-        }
-        body
+        fenced_read(lines, fence_guard)
     };
     assert_eq!(sass_spin_polls(&listing("@!P2", false)), 0);
     assert_eq!(sass_spin_polls(&listing("@!P3", false)), 1);
@@ -242,23 +249,7 @@ fn flags_read_under_a_test_skip_the_poll_the_fence_under_that_test_orders() {
             .map(str::to_owned),
         );
         lines.push(format!("@P0 BRA {} ;", at(poll)));
-        lines.push(format!("{fence_guard} BRA {} ;", at(after + 3)));
-        lines.extend(
-            [
-                "MEMBAR.SC.GPU ;",
-                "CCTL.IVALL ;",
-                "LDG.E R5, desc[UR8][R40.64+0x100] ;",
-                "STG.E desc[UR8][R40.64+0x200], R5 ;",
-                "EXIT ;",
-            ]
-            .map(str::to_owned),
-        );
-        lines.push(format!("BRA {};", at(lines.len())));
-        let mut body = String::new();
-        for (index, line) in lines.iter().enumerate() {
-            writeln!(body, "        /*{:04x}*/                   {line}", index * 16).unwrap();
-        }
-        body
+        fenced_read(lines, fence_guard)
     };
     assert_eq!(sass_spin_polls(&listing("0x1", "@!P3")), 0);
     assert_eq!(sass_spin_polls(&listing("0x1", "@!P2")), 1);
