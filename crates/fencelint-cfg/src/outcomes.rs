@@ -98,8 +98,9 @@ type Part = Option<(ValueNumber, bool)>;
 #[derive(Default)]
 pub(crate) struct OutcomeInfo {
     useful: FxHashSet<ValueNumber>,
-    /// Every value a branch tests, alone or as a part (`useful` are those tested twice).
-    tested: FxHashSet<ValueNumber>,
+    /// How many times a branch tests each value, alone or as a part (`useful` holds those
+    /// tested twice, and the combinations of useful parts).
+    tests: FxHashMap<ValueNumber, u32>,
     parts: FxHashMap<ValueNumber, (Logic, Part, Part)>,
 }
 
@@ -209,7 +210,7 @@ impl FunctionAnalysis<'_> {
             let (first, second) = (failing(branch.guard), failing(condition));
             let keep = |value: &ValueNumber| {
                 info.useful.contains(value)
-                    || from_implications.contains(value) && info.tested.contains(value)
+                    || from_implications.contains(value) && info.tests.contains_key(value)
             };
             let mut learned = false;
             for &(value, truth) in &first.0 {
@@ -231,7 +232,7 @@ impl FunctionAnalysis<'_> {
                 learned = true;
             }
             for (other, truth) in implications(guard, truth) {
-                if info.tested.contains(&other) && outcomes.insert(other, truth) {
+                if info.tests.contains_key(&other) && outcomes.insert(other, truth) {
                     learned = true;
                 }
             }
@@ -248,7 +249,7 @@ impl FunctionAnalysis<'_> {
     /// [`crate::assume`]). Empty when the edge goes back.
     pub fn outcomes_on_edge(&self, from: BlockId, to: BlockId) -> Outcomes {
         let mut outcomes = Outcomes::default();
-        if to.0 <= from.0 || self.outcome_info().tested.is_empty() {
+        if to.0 <= from.0 || self.outcome_info().tests.is_empty() {
             return outcomes;
         }
         let mut chain = vec![(from, to)];
@@ -269,7 +270,7 @@ impl FunctionAnalysis<'_> {
 
     fn outcome_info(&self) -> &OutcomeInfo {
         self.outcomes.get_or_init(|| {
-            let mut count: FxHashMap<ValueNumber, u32> = FxHashMap::default();
+            let mut count = FxHashMap::default();
             let mut info = OutcomeInfo::default();
             for block in self.cfg.block_ids() {
                 if let Some(branch) = self.cond_branch(block) {
@@ -279,7 +280,7 @@ impl FunctionAnalysis<'_> {
                 }
             }
             info.useful = count.iter().filter(|&(_, &n)| n >= 2).map(|(&v, _)| v).collect();
-            info.tested = count.keys().copied().collect();
+            info.tests = count;
             if info.useful.is_empty() {
                 info.parts.clear();
                 return info;
