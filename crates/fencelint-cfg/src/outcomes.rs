@@ -19,6 +19,10 @@
 //! test (two branches, or a branch and a part of a combined predicate), and the combinations of
 //! such values.
 //!
+//! An integer comparison is a test of its canonical comparison (`a >= b` is `a < b` read
+//! inverted, [`FunctionAnalysis::comparison_value`]), so a path that passed one comparison knows
+//! the opposite comparison of the same operands, alone or joined to another predicate.
+//!
 //! Values may differ between two executions of one instruction, so a path forgets everything it
 //! learned when it goes back in text order (every cycle of the graph has such an edge).
 
@@ -27,6 +31,7 @@ use smallvec::SmallVec;
 
 use fencelint_ir::{InstId, Reg, ValueOp};
 
+use crate::values::Comparison;
 use crate::{BlockId, FunctionAnalysis, ValueNumber};
 
 /// Outcomes kept on one path at most; later ones are not learned.
@@ -89,8 +94,8 @@ enum Logic {
     Not,
 }
 
-/// A part of a combined predicate: a value, read inverted when `negated`; `None` for a part
-/// with no value of its own (the comparison inside SASS `ISETP.NE.OR P4, PT, R38, RZ, !P2`).
+/// A part of a combined predicate: a value, read inverted when `negated` (the comparison inside
+/// SASS `ISETP.NE.OR P4, PT, R38, RZ, !P2` is its canonical value, [`FunctionAnalysis::comparison_value`]).
 type Part = Option<(ValueNumber, bool)>;
 
 /// What one function's walks may learn: the values worth keeping and how combined predicates
@@ -156,8 +161,10 @@ impl FunctionAnalysis<'_> {
             return None;
         }
         let branch = self.cond_branch(block)?;
+        let info = self.outcome_info();
         let holds = |guard: fencelint_ir::Guard| {
-            outcomes.get(self.value_number(branch.inst, guard.reg)).map(|v| v != guard.negated)
+            let value = self.value_number(branch.inst, guard.reg);
+            known(info, outcomes, value).map(|v| v != guard.negated)
         };
         let guard = holds(branch.guard);
         let condition = branch.condition.map_or(Some(true), holds);
@@ -329,14 +336,43 @@ impl FunctionAnalysis<'_> {
             return;
         }
         let part = |reg: Reg, negated: bool| Some((self.value_number(*def, reg), negated));
+        // A comparison is a test of its canonical value (`a >= b` is `a < b` inverted), which
+        // another comparison of the same operands may test the other way round.
+        let compared = |comparison: Comparison, count: &mut FxHashMap<ValueNumber, u32>| {
+            let (canonical, inverted) = self.comparison_value(*def, comparison);
+            *count.entry(canonical).or_default() += 1;
+            Some((canonical, inverted))
+        };
         let (logic, a, b) = match inst.value {
             Some(ValueOp::PredAnd(a, b)) => (Logic::And, Some(a), Some(b)),
             Some(ValueOp::PredOr(a, b)) => (Logic::Or, Some(a), Some(b)),
             Some(ValueOp::PredNot(a)) => (Logic::Not, Some(a), None),
-            // `(src <compare> bound) or other`: the comparison is a part with no value.
-            Some(ValueOp::CompareJoined { other, negated, or, .. }) => {
+            // The predicate is its comparison's canonical value, read one way or the other:
+            // `not (canonical read inverted)`.
+            Some(ValueOp::Compare(compare, src, bound)) => {
+                let canonical = compared((compare, src, Err(bound)), count);
+                let read = canonical.map(|(v, inverted)| (v, !inverted));
+                info.parts.insert(value, (Logic::Not, read, None));
+                return;
+            }
+            Some(ValueOp::CompareRegs(compare, a, b)) => {
+                let canonical = compared((compare, a, Ok(b)), count);
+                let read = canonical.map(|(v, inverted)| (v, !inverted));
+                info.parts.insert(value, (Logic::Not, read, None));
+                return;
+            }
+            // `(src <compare> bound) or other`.
+            Some(ValueOp::CompareJoined { compare, src, bound, other, negated, or }) => {
                 let logic = if or { Logic::Or } else { Logic::And };
-                info.parts.insert(value, (logic, None, part(other, negated)));
+                let canonical = compared((compare, src, Err(bound)), count);
+                info.parts.insert(value, (logic, canonical, part(other, negated)));
+                self.take_apart(*def, other, depth + 1, count, info);
+                return;
+            }
+            Some(ValueOp::CompareRegsJoined { compare, a, b, other, negated, or }) => {
+                let logic = if or { Logic::Or } else { Logic::And };
+                let canonical = compared((compare, a, Ok(b)), count);
+                info.parts.insert(value, (logic, canonical, part(other, negated)));
                 self.take_apart(*def, other, depth + 1, count, info);
                 return;
             }
@@ -348,6 +384,17 @@ impl FunctionAnalysis<'_> {
             self.take_apart(*def, reg, depth + 1, count, info);
         }
     }
+}
+
+/// The value of `value` on a path that learned `outcomes`: learned, or the inverse of the
+/// part of a `not` (a comparison's canonical value, learned from another comparison).
+fn known(info: &OutcomeInfo, outcomes: &Outcomes, value: ValueNumber) -> Option<bool> {
+    outcomes.get(value).or_else(|| match info.parts.get(&value) {
+        Some(&(Logic::Not, Some((part, negated)), None)) => {
+            outcomes.get(part).map(|t| t == negated)
+        }
+        _ => None,
+    })
 }
 
 /// Derives what the known values imply through `and`, `or` and `not`, until nothing changes.

@@ -5,7 +5,11 @@
 //! back). Two uses get the same number when their values come from instructions with the same
 //! [`fencelint_ir::Inst::pure_key`] applied to operands with the same numbers.
 
-use fencelint_ir::{AluOp, InstId, Reg, ValueOp};
+use std::hash::{Hash, Hasher};
+
+use rustc_hash::FxHasher;
+
+use fencelint_ir::{AluOp, InstId, IntCompare, Reg, Relation, ValueOp};
 
 use crate::{FunctionAnalysis, Loop};
 
@@ -82,7 +86,47 @@ impl FunctionAnalysis<'_> {
     }
 }
 
+/// The comparison an integer compare instruction makes, and how to read it: `a >= b` is
+/// `a < b` read inverted (`true`); the constant of a comparison with one.
+pub(crate) type Comparison = (IntCompare, Reg, Result<Reg, i64>);
+
 impl FunctionAnalysis<'_> {
+    /// The value number of the integer comparison `compare` that `def` makes of `a` and `b`
+    /// (a register or a constant), and whether the comparison is that value read inverted.
+    /// Comparisons with the same operands and opposite relations (`>=`, `<`) get one number,
+    /// read one way and the other: a path that learned `a < b` false knows `a >= b`, as ptxas
+    /// often tests one and later the other. Integer comparisons only (for floats, `!(a < b)` is
+    /// not `a >= b`: a NaN makes both false).
+    pub(crate) fn comparison_value(
+        &self,
+        def: InstId,
+        comparison: Comparison,
+    ) -> (ValueNumber, bool) {
+        let (compare, a, b) = comparison;
+        let (relation, inverted) = match compare.relation {
+            Relation::Eq => (Relation::Eq, false),
+            Relation::Ne => (Relation::Eq, true),
+            Relation::Lt => (Relation::Lt, false),
+            Relation::Ge => (Relation::Lt, true),
+            Relation::Le => (Relation::Le, false),
+            Relation::Gt => (Relation::Le, true),
+        };
+        let mut hasher = FxHasher::default();
+        ("compare", relation as u8, compare.signed, compare.bits).hash(&mut hasher);
+        let mut operands = vec![self.value_number(def, a)];
+        match b {
+            Ok(b) => operands.push(self.value_number(def, b)),
+            Err(constant) => constant.hash(&mut hasher),
+        }
+        let mut exprs = self.exprs.borrow_mut();
+        let next = u32::try_from(exprs.len()).unwrap_or(u32::MAX);
+        let number = *exprs.entry((hasher.finish(), operands.clone())).or_insert_with(|| {
+            self.expr_operands.borrow_mut().push(operands);
+            next
+        });
+        (ValueNumber::Expr(number), inverted)
+    }
+
     /// Whether `value` is the same in every iteration of `lp`: no instruction of the loop
     /// computes it (an instruction's result, a read with several definitions, or, for a
     /// computation, each of its operands).
@@ -105,8 +149,9 @@ impl FunctionAnalysis<'_> {
     }
 }
 
-/// PTX special registers that keep their value while a thread runs. `%clock`, `%globaltimer`,
-/// `%warpid`, `%smid` and the performance counters are not among them.
+/// PTX special registers that keep their value while a thread runs, and the SASS constant-bank
+/// slots that comparisons read (`c[0x0][0x180]`: kernel code cannot write constant banks).
+/// `%clock`, `%globaltimer`, `%warpid`, `%smid` and the performance counters are not among them.
 fn is_stable_special(name: &str) -> bool {
     const STABLE: &[&str] = &[
         "%tid",
@@ -125,5 +170,5 @@ fn is_stable_special(name: &str) -> bool {
         "%reserved_smem",
         "%envreg",
     ];
-    STABLE.iter().any(|prefix| name.starts_with(prefix))
+    name.starts_with("c[") || STABLE.iter().any(|prefix| name.starts_with(prefix))
 }

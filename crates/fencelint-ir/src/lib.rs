@@ -220,7 +220,8 @@ pub enum ValueOp {
     /// SASS `ISETP.NE.AND P0, PT, R2, RZ, PT`. Lets a walk tell which way a branch goes on an
     /// edge where the register is a known constant.
     Compare(IntCompare, Reg, i64),
-    /// A predicate that compares two registers: PTX `setp.eq.s32 %p1, %r1, %r2`. PTX only.
+    /// A predicate that compares two registers: PTX `setp.eq.s32 %p1, %r1, %r2`, SASS
+    /// `ISETP.GE.U32.AND P2, PT, R9, UR6, PT`.
     CompareRegs(IntCompare, Reg, Reg),
     /// Predicate logic: PTX `and.pred`, `or.pred`, `not.pred`. Lets a walk that knows a
     /// combined predicate's outcome tell the outcome of its parts.
@@ -262,6 +263,16 @@ pub enum ValueOp {
         compare: IntCompare,
         src: Reg,
         bound: i64,
+        other: Reg,
+        negated: bool,
+        or: bool,
+    },
+    /// [`ValueOp::CompareJoined`] of two registers, SASS `ISETP.LT.U32.OR P0, PT, R9, UR6,
+    /// !P0`: `(a <compare> b) || other` (`&& other` when `or` is false).
+    CompareRegsJoined {
+        compare: IntCompare,
+        a: Reg,
+        b: Reg,
         other: Reg,
         negated: bool,
         or: bool,
@@ -354,6 +365,11 @@ impl ValueOp {
                 for reg in inputs {
                     *reg = map(*reg);
                 }
+            }
+            Self::CompareRegsJoined { a, b, other, .. } => {
+                *a = map(*a);
+                *b = map(*b);
+                *other = map(*other);
             }
         }
     }

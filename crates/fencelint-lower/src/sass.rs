@@ -1280,9 +1280,11 @@ fn vote_value(func: &mut Lowering, opcode: &str, operands: &[Operand<'_>]) -> Op
     Some(ValueOp::Vote { all, src, negated })
 }
 
-/// `ISETP.<relation>[.U32].AND Pd, PT, Ra, imm|RZ, PT`: `Pd` is `Ra <relation> imm`. Other
-/// forms (a second destination, a combining predicate other than `PT`, `.EX` 64-bit halves,
-/// two registers) give `None`.
+/// `ISETP.<relation>[.U32].AND Pd, PT, Ra, imm|RZ|Rb, PT`: `Pd` is `Ra <relation> imm` (or
+/// `Rb`, or a constant-bank slot `c[0x0][0x180]`, which stands as a register named as the
+/// slot); with another predicate than `PT` last, the comparison joined to it (`.AND`, `.OR`).
+/// Other forms (a second destination, `.EX` halves other than a 64-bit (in)equality) give
+/// `None`.
 fn isetp_value(func: &mut Lowering, opcode: &str, operands: &[Operand<'_>]) -> Option<ValueOp> {
     let mut words = opcode.split('.').skip(1);
     let relation = match words.next()? {
@@ -1334,7 +1336,27 @@ fn isetp_value(func: &mut Lowering, opcode: &str, operands: &[Operand<'_>]) -> O
         Some(r) if !r.reg.is_special() && !is_predicate(r.reg) => func.reg(r.reg),
         _ => None,
     };
+    // A constant-bank slot (a kernel parameter) compared with a register stands as a register
+    // that nothing defines, named as the slot: every read of it is one value.
+    let slot_or_register = |func: &mut Lowering, o: &Operand<'_>| match &o.kind {
+        OperandKind::Const(c) => {
+            let (_, slot) = const_slot(func, c)?;
+            Some(func.func.intern_reg(&slot))
+        }
+        _ => register(func, o),
+    };
     let mut compare = IntCompare { relation, signed, bits: 32 };
+    if constant_operand(a).is_none()
+        && constant_operand(b).is_none()
+        && let (Some(a), Some(b)) = (slot_or_register(func, a), slot_or_register(func, b))
+    {
+        return Some(match joined {
+            None => ValueOp::CompareRegs(compare, a, b),
+            Some((other, negated)) => {
+                ValueOp::CompareRegsJoined { compare, a, b, other, negated, or }
+            }
+        });
+    }
     let (src, bound) = if let (Some(reg), Some(value)) = (register(func, a), constant_operand(b)) {
         (reg, value)
     } else {

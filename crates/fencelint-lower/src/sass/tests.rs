@@ -186,7 +186,7 @@ fn moves_and_adds_are_followed() {
 }
 
 #[test]
-fn comparisons_with_a_constant() {
+fn comparisons_with_a_constant_or_a_register() {
     let text = "
 		Function : k
         /*0000*/                   ISETP.NE.AND P0, PT, R2, RZ, PT ;
@@ -202,6 +202,7 @@ fn comparisons_with_a_constant() {
         /*00a0*/                   ISETP.NE.AND P0, PT, R2, c[0x0][0x160], PT ;
         /*00b0*/                   ISETP.NE.AND P0, PT, -R2, RZ, PT ;
         /*00c0*/                   ISETP.EQ.U32.OR P0, PT, R198, -0x800001, !P0 ;
+        /*00d0*/                   ISETP.LT.U32.OR P0, PT, R9, UR6, !P0 ;
 		..........
 ";
     let modules = lower(text, SassFormat::CuobjdumpText);
@@ -255,9 +256,30 @@ fn comparisons_with_a_constant() {
             or: true,
         })
     );
-    // A second destination, `!PT`, `OR` with `PT`, two registers, a constant-bank operand, a
-    // negated source: not a comparison with a constant.
-    for (i, inst) in f.insts.iter().enumerate().skip(4).filter(|&(i, _)| ![5, 8, 12].contains(&i)) {
+    // Two registers, alone and joined; a constant-bank slot stands as a register named as it.
+    assert_eq!(
+        f.insts[9].value,
+        Some(ValueOp::CompareRegs(compare(Relation::Ne, true), reg("R2"), reg("R3")))
+    );
+    assert_eq!(
+        f.insts[10].value,
+        Some(ValueOp::CompareRegs(compare(Relation::Ne, true), reg("R2"), reg("c[0x0][0x160]")))
+    );
+    assert_eq!(
+        f.insts[13].value,
+        Some(ValueOp::CompareRegsJoined {
+            compare: compare(Relation::Lt, false),
+            a: reg("R9"),
+            b: reg("UR6"),
+            other: reg("P0"),
+            negated: true,
+            or: true,
+        })
+    );
+    // A second destination, `!PT`, `OR` with `PT`, a negated source: no comparison.
+    for (i, inst) in
+        f.insts.iter().enumerate().skip(4).filter(|&(i, _)| ![5, 8, 9, 10, 12, 13].contains(&i))
+    {
         assert_eq!(inst.value, None, "{i} {}", inst.opcode);
     }
 }
