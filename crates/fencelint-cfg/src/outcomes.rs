@@ -19,9 +19,9 @@
 //! test (two branches, or a branch and a part of a combined predicate), and the combinations of
 //! such values.
 //!
-//! An integer comparison that the function also makes the other way round is a test of its
-//! canonical comparison (`a >= b` is `a < b` read inverted, [`FunctionAnalysis::comparison_value`]),
-//! so a path that passed one knows the other, alone or joined to another predicate.
+//! An integer comparison is a test of its canonical comparison (`a >= b` is `a < b` read
+//! inverted, [`FunctionAnalysis::comparison_value`]), so a path that passed one comparison knows
+//! the opposite comparison of the same operands, alone or joined to another predicate.
 //!
 //! Values may differ between two executions of one instruction, so a path forgets everything it
 //! learned when it goes back in text order (every cycle of the graph has such an edge).
@@ -31,7 +31,7 @@ use smallvec::SmallVec;
 
 use fencelint_ir::{InstId, Reg, ValueOp};
 
-use crate::values::{Comparison, Signature, canonical, comparison_of, signature};
+use crate::values::Comparison;
 use crate::{BlockId, FunctionAnalysis, ValueNumber};
 
 /// Outcomes kept on one path at most; later ones are not learned.
@@ -107,8 +107,6 @@ pub(crate) struct OutcomeInfo {
     /// tested twice, and the combinations of useful parts).
     tests: FxHashMap<ValueNumber, u32>,
     parts: FxHashMap<ValueNumber, (Logic, Part, Part)>,
-    /// The signatures of the comparisons made both ways round.
-    both_ways: FxHashSet<Signature>,
 }
 
 /// A conditional branch that ends a block, with its two successors.
@@ -281,19 +279,6 @@ impl FunctionAnalysis<'_> {
         self.outcomes.get_or_init(|| {
             let mut count = FxHashMap::default();
             let mut info = OutcomeInfo::default();
-            // Comparisons made both ways round (`a >= b` and `a < b` of the same registers): only
-            // those get a canonical value, the same value for both. Numbering the operands of
-            // every comparison made this analysis three times as costly on NCCL's listings, and
-            // changed none of their findings.
-            let mut ways: FxHashMap<Signature, (bool, bool)> = FxHashMap::default();
-            for inst in &self.func.insts {
-                if let Some(comparison) = inst.value.as_ref().and_then(comparison_of) {
-                    let way = ways.entry(signature(comparison)).or_default();
-                    if canonical(comparison.0.relation).1 { way.1 = true } else { way.0 = true }
-                }
-            }
-            info.both_ways =
-                ways.into_iter().filter(|&(_, w)| w == (true, true)).map(|(s, _)| s).collect();
             for block in self.cfg.block_ids() {
                 if let Some(branch) = self.cond_branch(block) {
                     for guard in std::iter::once(branch.guard).chain(branch.condition) {
@@ -354,9 +339,6 @@ impl FunctionAnalysis<'_> {
         // A comparison is a test of its canonical value (`a >= b` is `a < b` inverted), which
         // another comparison of the same operands may test the other way round.
         let compared = |comparison: Comparison, count: &mut FxHashMap<ValueNumber, u32>| {
-            if !info.both_ways.contains(&signature(comparison)) {
-                return None;
-            }
             let (canonical, inverted) = self.comparison_value(*def, comparison);
             *count.entry(canonical).or_default() += 1;
             Some((canonical, inverted))
@@ -368,15 +350,15 @@ impl FunctionAnalysis<'_> {
             // The predicate is its comparison's canonical value, read one way or the other:
             // `not (canonical read inverted)`.
             Some(ValueOp::Compare(compare, src, bound)) => {
-                if let Some((canonical, inverted)) = compared((compare, src, Err(bound)), count) {
-                    info.parts.insert(value, (Logic::Not, Some((canonical, !inverted)), None));
-                }
+                let canonical = compared((compare, src, Err(bound)), count);
+                let read = canonical.map(|(v, inverted)| (v, !inverted));
+                info.parts.insert(value, (Logic::Not, read, None));
                 return;
             }
             Some(ValueOp::CompareRegs(compare, a, b)) => {
-                if let Some((canonical, inverted)) = compared((compare, a, Ok(b)), count) {
-                    info.parts.insert(value, (Logic::Not, Some((canonical, !inverted)), None));
-                }
+                let canonical = compared((compare, a, Ok(b)), count);
+                let read = canonical.map(|(v, inverted)| (v, !inverted));
+                info.parts.insert(value, (Logic::Not, read, None));
                 return;
             }
             // `(src <compare> bound) or other`.

@@ -86,40 +86,6 @@ impl FunctionAnalysis<'_> {
     }
 }
 
-/// The relation a comparison is canonically written with (`=`, `<`, `<=`), and whether the
-/// comparison is that relation inverted (`!=`, `>=`, `>`).
-pub(crate) fn canonical(relation: Relation) -> (Relation, bool) {
-    match relation {
-        Relation::Eq => (Relation::Eq, false),
-        Relation::Ne => (Relation::Eq, true),
-        Relation::Lt => (Relation::Lt, false),
-        Relation::Ge => (Relation::Lt, true),
-        Relation::Le => (Relation::Le, false),
-        Relation::Gt => (Relation::Le, true),
-    }
-}
-
-/// The integer comparison a value makes, alone or joined to another predicate.
-pub(crate) fn comparison_of(value: &ValueOp) -> Option<Comparison> {
-    match *value {
-        ValueOp::Compare(compare, src, bound)
-        | ValueOp::CompareJoined { compare, src, bound, .. } => Some((compare, src, Err(bound))),
-        ValueOp::CompareRegs(compare, a, b) | ValueOp::CompareRegsJoined { compare, a, b, .. } => {
-            Some((compare, a, Ok(b)))
-        }
-        _ => None,
-    }
-}
-
-/// A comparison's registers and constant, and its relation made canonical: a comparison and
-/// its opposite (`a >= b`, `a < b`) have one signature.
-pub(crate) type Signature = (u8, bool, u8, Reg, Result<Reg, i64>);
-
-pub(crate) fn signature(comparison: Comparison) -> Signature {
-    let (compare, a, b) = comparison;
-    (canonical(compare.relation).0 as u8, compare.signed, compare.bits, a, b)
-}
-
 /// The comparison an integer compare instruction makes, and how to read it: `a >= b` is
 /// `a < b` read inverted (`true`); the constant of a comparison with one.
 pub(crate) type Comparison = (IntCompare, Reg, Result<Reg, i64>);
@@ -137,7 +103,14 @@ impl FunctionAnalysis<'_> {
         comparison: Comparison,
     ) -> (ValueNumber, bool) {
         let (compare, a, b) = comparison;
-        let (relation, inverted) = canonical(compare.relation);
+        let (relation, inverted) = match compare.relation {
+            Relation::Eq => (Relation::Eq, false),
+            Relation::Ne => (Relation::Eq, true),
+            Relation::Lt => (Relation::Lt, false),
+            Relation::Ge => (Relation::Lt, true),
+            Relation::Le => (Relation::Le, false),
+            Relation::Gt => (Relation::Le, true),
+        };
         let mut hasher = FxHasher::default();
         ("compare", relation as u8, compare.signed, compare.bits).hash(&mut hasher);
         let mut operands = vec![self.value_number(def, a)];
