@@ -95,7 +95,8 @@ enum Logic {
 }
 
 /// A part of a combined predicate: a value, read inverted when `negated` (the comparison inside
-/// SASS `ISETP.NE.OR P4, PT, R38, RZ, !P2` is its canonical value, [`FunctionAnalysis::comparison_value`]).
+/// SASS `ISETP.NE.OR P4, PT, R38, RZ, !P2` is its canonical value,
+/// [`FunctionAnalysis::comparison_value`]); `None` for a part with no value of its own.
 type Part = Option<(ValueNumber, bool)>;
 
 /// What one function's walks may learn: the values worth keeping and how combined predicates
@@ -341,7 +342,7 @@ impl FunctionAnalysis<'_> {
         let compared = |comparison: Comparison, count: &mut FxHashMap<ValueNumber, u32>| {
             let (canonical, inverted) = self.comparison_value(*def, comparison);
             *count.entry(canonical).or_default() += 1;
-            Some((canonical, inverted))
+            (canonical, inverted)
         };
         let (logic, a, b) = match inst.value {
             Some(ValueOp::PredAnd(a, b)) => (Logic::And, Some(a), Some(b)),
@@ -350,29 +351,27 @@ impl FunctionAnalysis<'_> {
             // The predicate is its comparison's canonical value, read one way or the other:
             // `not (canonical read inverted)`.
             Some(ValueOp::Compare(compare, src, bound)) => {
-                let canonical = compared((compare, src, Err(bound)), count);
-                let read = canonical.map(|(v, inverted)| (v, !inverted));
-                info.parts.insert(value, (Logic::Not, read, None));
+                let (canonical, inverted) = compared((compare, src, Err(bound)), count);
+                info.parts.insert(value, (Logic::Not, Some((canonical, !inverted)), None));
                 return;
             }
             Some(ValueOp::CompareRegs(compare, a, b)) => {
-                let canonical = compared((compare, a, Ok(b)), count);
-                let read = canonical.map(|(v, inverted)| (v, !inverted));
-                info.parts.insert(value, (Logic::Not, read, None));
+                let (canonical, inverted) = compared((compare, a, Ok(b)), count);
+                info.parts.insert(value, (Logic::Not, Some((canonical, !inverted)), None));
                 return;
             }
             // `(src <compare> bound) or other`.
             Some(ValueOp::CompareJoined { compare, src, bound, other, negated, or }) => {
                 let logic = if or { Logic::Or } else { Logic::And };
                 let canonical = compared((compare, src, Err(bound)), count);
-                info.parts.insert(value, (logic, canonical, part(other, negated)));
+                info.parts.insert(value, (logic, Some(canonical), part(other, negated)));
                 self.take_apart(*def, other, depth + 1, count, info);
                 return;
             }
             Some(ValueOp::CompareRegsJoined { compare, a, b, other, negated, or }) => {
                 let logic = if or { Logic::Or } else { Logic::And };
                 let canonical = compared((compare, a, Ok(b)), count);
-                info.parts.insert(value, (logic, canonical, part(other, negated)));
+                info.parts.insert(value, (logic, Some(canonical), part(other, negated)));
                 self.take_apart(*def, other, depth + 1, count, info);
                 return;
             }

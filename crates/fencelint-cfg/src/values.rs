@@ -86,8 +86,8 @@ impl FunctionAnalysis<'_> {
     }
 }
 
-/// The comparison an integer compare instruction makes, and how to read it: `a >= b` is
-/// `a < b` read inverted (`true`); the constant of a comparison with one.
+/// An integer comparison: its relation and width, the first register, and the second register
+/// or a constant.
 pub(crate) type Comparison = (IntCompare, Reg, Result<Reg, i64>);
 
 impl FunctionAnalysis<'_> {
