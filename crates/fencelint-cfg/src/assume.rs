@@ -133,13 +133,16 @@ impl Search<'_, '_> {
             ValueOp::Compare(compare, src, bound) => {
                 i64::from(compare.holds(self.value(def, src, depth)?, bound))
             }
+            ValueOp::CompareRegs(compare, a, b) => {
+                i64::from(compare.holds(self.value(def, a, depth)?, self.value(def, b, depth)?))
+            }
             ValueOp::CompareJoined { compare, src, bound, other, negated, or } => {
                 let first = compare.holds(self.value(def, src, depth)?, bound);
-                if first == or {
-                    i64::from(first)
-                } else {
-                    i64::from(truth(self.value(def, other, depth)?) != negated)
-                }
+                self.joined(def, first, (other, negated, or), depth)?
+            }
+            ValueOp::CompareRegsJoined { compare, a, b, other, negated, or } => {
+                let first = compare.holds(self.value(def, a, depth)?, self.value(def, b, depth)?);
+                self.joined(def, first, (other, negated, or), depth)?
             }
             ValueOp::PredNot(src) => i64::from(!truth(self.value(def, src, depth)?)),
             ValueOp::PredAnd(a, b) | ValueOp::PredOr(a, b) => {
@@ -164,6 +167,21 @@ impl Search<'_, '_> {
             }
             _ => return None,
         })
+    }
+
+    /// `first || other` (`first && other` when `or` is false), with `other` read at `def`,
+    /// inverted when `negated`: a comparison joined to another predicate.
+    fn joined(
+        &mut self,
+        def: InstId,
+        first: bool,
+        (other, negated, or): (Reg, bool, bool),
+        depth: usize,
+    ) -> Option<i64> {
+        if first == or {
+            return Some(i64::from(first));
+        }
+        Some(i64::from((self.value(def, other, depth)? != 0) != negated))
     }
 
     /// The definitions of `reg` that can reach `at` under the assumption, by ways forward in

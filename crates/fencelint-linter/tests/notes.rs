@@ -212,16 +212,18 @@ fn a_poll_under_a_test_meets_the_fence_under_the_same_test() {
 /// same test, as ptxas lays out cuDSS's `fct_kernel` (hand-written listing): without `P3` the
 /// flags keep the constants and the skip is taken, so every way into the loop has `P3`, and
 /// `@!P3 BRA` never skips the fence after it. With the fence under another test, or a constant
-/// that lets the poll run without `P3`, a path polls and skips the fence.
+/// that lets the poll run without `P3`, a path polls and skips the fence. The same when the
+/// ready test compares two registers (`R108` with `R110`, a constant).
 #[test]
 fn flags_read_under_a_test_skip_the_poll_the_fence_under_that_test_orders() {
-    let listing = |ready_default: &str, fence_guard: &str| {
+    let listing_with = |ready_default: &str, fence_guard: &str, one: &str| {
         let mut lines: Vec<String> = [
             "LDC.64 R40, c[0x0][0x210] ;",
             "LDC.64 R38, c[0x0][0x218] ;",
             "LDC R2, c[0x0][0x220] ;",
             "LDC R3, c[0x0][0x224] ;",
             "ISETP.NE.AND P2, PT, R3, RZ, PT ;",
+            "IMAD.MOV.U32 R110, RZ, RZ, 0x1 ;",
             "IMAD.MOV.U32 R109, RZ, RZ, 0x2 ;",
             &format!("IMAD.MOV.U32 R108, RZ, RZ, {ready_default} ;"),
             "ISETP.LT.U32.AND P3, PT, R2, R3, PT ;",
@@ -230,7 +232,7 @@ fn flags_read_under_a_test_skip_the_poll_the_fence_under_that_test_orders() {
             "SHF.R.U32.HI R109, RZ, 0x1, R109 ;",
             "LOP3.LUT R108, R108, 0x1, RZ, 0xc0, !PT ;",
             "LOP3.LUT R109, R109, 0x1, RZ, 0xc0, !PT ;",
-            "ISETP.EQ.U32.AND P1, PT, R108, 0x1, PT ;",
+            &format!("ISETP.EQ.U32.AND P1, PT, R108, {one}, PT ;"),
             "ISETP.NE.U32.AND P0, PT, R109, 0x1, PT ;",
         ]
         .map(str::to_owned)
@@ -251,7 +253,11 @@ fn flags_read_under_a_test_skip_the_poll_the_fence_under_that_test_orders() {
         lines.push(format!("@P0 BRA {} ;", at(poll)));
         fenced_read(lines, fence_guard)
     };
+    let listing =
+        |ready_default: &str, fence_guard: &str| listing_with(ready_default, fence_guard, "0x1");
     assert_eq!(sass_spin_polls(&listing("0x1", "@!P3")), 0);
     assert_eq!(sass_spin_polls(&listing("0x1", "@!P2")), 1);
     assert_eq!(sass_spin_polls(&listing("0x0", "@!P3")), 1);
+    assert_eq!(sass_spin_polls(&listing_with("0x1", "@!P3", "R110")), 0);
+    assert_eq!(sass_spin_polls(&listing_with("0x0", "@!P3", "R110")), 1);
 }
