@@ -259,7 +259,7 @@ mod tests {
     }
 
     fn jump(targets: Vec<InstId>, indirect: bool) -> Inst {
-        inst(InstKind::Branch, Control { targets, indirect, ..Control::default() })
+        inst(InstKind::Branch, Control { targets: targets.into(), indirect, ..Control::default() })
     }
 
     fn exit() -> Inst {

@@ -202,8 +202,10 @@ struct Marks {
 /// instruction at the label's address.
 fn label_insts(func: &Function, label: &Label) -> Vec<InstId> {
     if let Some(address) = label.address {
-        let at: Vec<InstId> =
-            func.ids().filter(|&id| func.inst(id).sass_address == Some(address)).collect();
+        let at: Vec<InstId> = func
+            .ids()
+            .filter(|&id| func.inst(id).sass_address.map(u64::from) == Some(address))
+            .collect();
         if !at.is_empty() {
             return at;
         }

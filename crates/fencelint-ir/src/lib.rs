@@ -31,6 +31,10 @@ impl InstId {
 /// that lowering millions of SASS instructions does not allocate for each.
 pub type Regs = smallvec::SmallVec<[Reg; 4]>;
 
+/// A vector one pointer wide, for an instruction's fields that are empty on most instructions
+/// (branch targets, further addresses): an `Inst` stays small.
+pub use thin_vec::{ThinVec, thin_vec};
+
 /// A register interned per function; [`Function::reg_name`] gives its spelling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Reg(pub u32);
@@ -165,7 +169,7 @@ pub struct Guard {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Control {
     /// Branch targets (resolved to instructions). Empty for a non-branch.
-    pub targets: Vec<InstId>,
+    pub targets: ThinVec<InstId>,
     /// Whether execution can continue with the next instruction (false for an unguarded
     /// `bra`, `ret`, `exit`, `trap`).
     pub falls_through: bool,
@@ -522,16 +526,22 @@ pub struct Inst {
     /// The memory operand, for memory ops, mbarrier ops, tensormap ops and async copies.
     pub address: Option<Address>,
     /// Further address operands (the mbarrier of a `cp.async.bulk`, the tensormap of a TMA op).
-    pub extra_addresses: Vec<(AddressRole, Address)>,
+    pub extra_addresses: ThinVec<(AddressRole, Address)>,
     pub control: Control,
     /// The original source location, from `.loc` or `//## File` line info: shared by the
     /// instructions of one location, so that a copy is no allocation and an `Inst` stays small.
     pub source: Option<std::sync::Arc<SourceLocation>>,
-    /// The SASS byte address.
-    pub sass_address: Option<u64>,
+    /// The SASS byte address (an offset in the function's section, so 32 bits are plenty).
+    pub sass_address: Option<u32>,
     /// The line of the embedded PTX that produced this SASS instruction (`nvdisasm -gp`).
     pub ptx_line: Option<u32>,
 }
+
+// Lowering moves millions of instructions into their functions' vectors, and the analyses walk
+// them: a larger `Inst` costs in both (272 bytes to 232 made the NCCL listing's lint 2% faster,
+// docs/performance.md). Grow it knowingly.
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Inst>() <= 232);
 
 impl Inst {
     pub fn new(range: TextRange, opcode: impl Into<CompactString>, kind: InstKind) -> Self {
@@ -546,7 +556,7 @@ impl Inst {
             alu: None,
             pure_key: None,
             address: None,
-            extra_addresses: Vec::new(),
+            extra_addresses: ThinVec::new(),
             control: Control { falls_through: true, ..Control::default() },
             source: None,
             sass_address: None,
@@ -622,7 +632,7 @@ impl Inst {
         next.source.clone_from(&self.source);
         next.ptx_line = self.ptx_line;
         // No instruction of a listing has the address after its last one.
-        next.sass_address = self.sass_address.map(|a| a + 16);
+        next.sass_address = self.sass_address.and_then(|a| a.checked_add(16));
         next
     }
 

@@ -611,7 +611,7 @@ fn bind(
         out.insts.push(back);
     }
     let call = &mut out.insts[call];
-    call.control.targets = vec![entry];
+    call.control.targets = fencelint_ir::thin_vec![entry];
     call.control.falls_through = call.guard.is_some();
 }
 

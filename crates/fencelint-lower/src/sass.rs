@@ -589,7 +589,7 @@ impl<'a> Body<'a> {
                 BranchRef::Label(label) => label_address(label),
                 BranchRef::Listed(list) => {
                     match targets.listed(list) {
-                        Some(ids) => control.targets = ids,
+                        Some(ids) => control.targets = ids.into(),
                         None => control.indirect = true,
                     }
                     continue;
@@ -783,7 +783,8 @@ fn lower_inst<'a>(
     table: &table::Table,
 ) -> Option<BranchRef<'a>> {
     let meaning = facts.class.row.map(|row| table.meaning(row));
-    out.sass_address = Some(inst.address);
+    // Function offsets: a listing whose addresses pass 4 GiB has none kept.
+    out.sass_address = u32::try_from(inst.address).ok();
     out.ptx_line = inst.ptx_line;
 
     if let Some(guard) = inst.guard.filter(|g| !g.is_always())
@@ -1479,7 +1480,7 @@ fn inline_subroutines(insts: &mut Vec<Inst>, calls: Vec<(InstId, InstId)>) -> Op
         }
         let copy_entry = moved(entry).unwrap_or(entry);
         let site = &mut insts[call.index()];
-        site.control.targets = vec![copy_entry];
+        site.control.targets = fencelint_ir::thin_vec![copy_entry];
         site.control.falls_through = site.guard.is_some();
         let mut inner = within.clone();
         inner.push(entry);
@@ -1634,7 +1635,7 @@ fn link_calls(
         }
         crate::seal(&mut func.insts, "EXIT");
         let site = &mut func.insts[call.index()];
-        site.control.targets = vec![InstId(base)];
+        site.control.targets = fencelint_ir::thin_vec![InstId(base)];
         site.control.falls_through = site.guard.is_some();
     }
 }

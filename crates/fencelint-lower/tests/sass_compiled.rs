@@ -35,7 +35,7 @@ fn check(path: &Path, format: SassFormat, modules: &[Module]) -> Vec<String> {
         if module.target.as_deref().is_none_or(|t| !t.starts_with("sm_")) {
             problems.push(format!("module without an sm_ target: {:?}", module.target));
         }
-        let own_code: std::collections::HashMap<(u32, u32), Option<u64>> = module
+        let own_code: std::collections::HashMap<(u32, u32), Option<u32>> = module
             .functions
             .iter()
             .flat_map(|f| &f.insts[..f.inlined_from.map_or(f.insts.len(), |k| k as usize)])

@@ -509,12 +509,12 @@ impl Pair<'_> {
         };
         let primary =
             Label::new(self.sass_file, op.range, format!("{direction} the {point_noun} in SASS"))
-                .with_address(op.sass_address)
+                .with_address(op.sass_address.map(u64::from))
                 .with_source(op.source.as_deref().cloned());
         Diagnostic::new(RULE, self.options.severity, message, primary)
             .with_secondary(
                 Label::new(self.sass_file, at.range, format!("the {point_noun} in SASS"))
-                    .with_address(at.sass_address),
+                    .with_address(at.sass_address.map(u64::from)),
             )
             .with_secondary(
                 Label::new(self.ptx_file, ptx_op.range, format!("the {noun} in PTX"))

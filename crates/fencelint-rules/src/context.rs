@@ -46,7 +46,7 @@ impl<'a> FunctionCx<'a> {
     pub fn label(&self, id: InstId, message: impl Into<String>) -> Label {
         let inst = self.inst(id);
         Label::new(self.file, inst.range, message)
-            .with_address(inst.sass_address)
+            .with_address(inst.sass_address.map(u64::from))
             .with_source(inst.source.as_deref().cloned())
     }
 
