@@ -83,7 +83,9 @@ impl FunctionAnalysis<'_> {
             if let Some(reach) = self.reaches.borrow().get(&(from, reg)) {
                 return reach.clone();
             }
-            let reach = self.walk_reaching_defs(from, reg, None);
+            let reach = self
+                .ssa_reaching_defs(from, reg, None)
+                .unwrap_or_else(|| self.walk_reaching_defs(from, reg, None));
             self.reaches.borrow_mut().insert((from, reg), reach.clone());
             return reach;
         };
@@ -91,12 +93,14 @@ impl FunctionAnalysis<'_> {
         if let Some(reach) = self.reaches_in_loop.borrow().get(&key) {
             return reach.clone();
         }
-        let reach = self.walk_reaching_defs(from, reg, Some(lp));
+        let reach = self
+            .ssa_reaching_defs(from, reg, Some(lp))
+            .unwrap_or_else(|| self.walk_reaching_defs(from, reg, Some(lp)));
         self.reaches_in_loop.borrow_mut().insert(key, reach.clone());
         reach
     }
 
-    fn walk_reaching_defs(&self, at: InstId, reg: Reg, inside: Option<&Loop>) -> Reach {
+    pub(crate) fn walk_reaching_defs(&self, at: InstId, reg: Reg, inside: Option<&Loop>) -> Reach {
         let cfg = &self.cfg;
         let mut reach = Reach::default();
         // Sorted and deduplicated at the end: a walk finds few definitions.

@@ -15,6 +15,7 @@ mod edges;
 mod loops;
 mod object;
 mod outcomes;
+mod reach;
 mod values;
 mod walk;
 
@@ -78,11 +79,14 @@ pub struct FunctionAnalysis<'f> {
     exprs: RefCell<FxHashMap<(u64, Vec<ValueNumber>), u32>>,
     /// The operands of each [`ValueNumber::Expr`], by its number.
     expr_operands: RefCell<Vec<Vec<ValueNumber>>>,
-    /// Reaching definitions already computed by a walk ([`FunctionAnalysis::reaching_defs`]):
+    /// Reaching definitions already computed ([`FunctionAnalysis::reaching_defs`]):
     /// the poll rules slice the same exit branches, and SASS registers are redefined often.
     reaches: RefCell<FxHashMap<(InstId, Reg), Reach>>,
     /// The same inside one loop (by [`Loop::id`]), for the slices of loop exits.
     reaches_in_loop: RefCell<FxHashMap<(InstId, Reg, u32), Reach>>,
+    /// The SSA form that answers most reaching-definition queries ([`reach`]); `None` when
+    /// the function's entry block has predecessors.
+    ssa: OnceCell<Option<reach::Ssa>>,
     /// Visited-block marks reused by the walks, so that a short walk in a function of many
     /// blocks does not allocate and clear a mark per block (see [`Visited`]).
     reach_marks: RefCell<Marks>,
@@ -209,6 +213,7 @@ impl<'f> FunctionAnalysis<'f> {
             expr_operands: RefCell::new(Vec::new()),
             reaches: RefCell::new(FxHashMap::default()),
             reaches_in_loop: RefCell::new(FxHashMap::default()),
+            ssa: OnceCell::new(),
             reach_marks: RefCell::new(Marks::default()),
             walk_marks: RefCell::new(Marks::default()),
             memory_insts: OnceCell::new(),
