@@ -243,10 +243,11 @@ impl Search<'_, '_> {
             Some(_) => None,
             None => {
                 // A value computed later in text order reached `at` around a loop, and a
-                // value with no name is equal only to itself: neither makes an assumption.
+                // value with no name is equal only to itself: neither makes an assumption. Nor
+                // does a merged register (no kernel at hand tests one as a need).
                 let usable = match value {
                     ValueNumber::Def(def) => def < at,
-                    ValueNumber::Opaque(..) => false,
+                    ValueNumber::Merge(..) | ValueNumber::Opaque(..) => false,
                     ValueNumber::Entry(_) | ValueNumber::Expr(_) => true,
                 };
                 if usable

@@ -188,6 +188,35 @@ impl FunctionAnalysis<'_> {
         Some(reach)
     }
 
+    /// The block at whose start the values of `reg` that reach `at` merge, when no definition
+    /// of `reg` lies between that start and `at`: every read that finds the same merge reads
+    /// the value the merge chose on that visit of the block (a phi of SSA form). `None` when
+    /// the nearest definition above `at` is in its block or in a block that dominates it, when
+    /// no definition reaches at all, or where the form does not apply.
+    pub(crate) fn merge_reaching(&self, at: InstId, reg: Reg) -> Option<BlockId> {
+        let ssa = self.ssa.get_or_init(|| Ssa::build(self)).as_ref()?;
+        let block = self.cfg.block_of(at);
+        if !ssa.whole_function
+            || !self.dominators().is_reachable(block)
+            || reg.0 as usize >= ssa.forms.borrow().len()
+        {
+            return None;
+        }
+        let sites = self.def_sites(reg);
+        let start = self.cfg.block(block).insts.start;
+        let first = sites.partition_point(|id| id.0 < start);
+        if sites.get(first).is_some_and(|id| id.0 < at.0) {
+            return None;
+        }
+        let mut forms = ssa.forms.borrow_mut();
+        let form = forms[reg.0 as usize].get_or_insert_with(|| self.reg_form(ssa, reg));
+        match self.at_start(form, block, reg) {
+            ENTRY => None,
+            source if source & MERGE != 0 => Some(BlockId(source & !MERGE)),
+            _ => None,
+        }
+    }
+
     /// Pushes the definitions of `reg` in `block` before instruction index `end`, last first,
     /// to `defs`, up to an unguarded one; when there is none, what reaches the block's start.
     fn scan_back(

@@ -25,7 +25,13 @@ pub enum ValueNumber {
     Expr(u32),
     /// The result of this instruction, which is not pure (a load, an atomic, a guarded move).
     Def(InstId),
-    /// A value the analysis cannot name: several definitions reach the use, or a register that
+    /// The value of a register with several definitions as it is at the start of the block
+    /// that begins with this instruction, where those definitions merge (a phi of SSA form):
+    /// read again below with no definition between, it is the same value (a loop counter
+    /// tested twice in one iteration).
+    Merge(InstId, Reg),
+    /// A value the analysis cannot name: several definitions reach the use and no merge names
+    /// them (one of them is in the use's block or guarded in a block above), or a register that
     /// may change on its own (`%clock`, `%warpid`), or the chain is too deep. Equal only to
     /// itself.
     Opaque(InstId, Reg),
@@ -81,7 +87,10 @@ impl FunctionAnalysis<'_> {
                 });
                 ValueNumber::Expr(number)
             }
-            _ => ValueNumber::Opaque(at, reg),
+            _ => match self.merge_reaching(at, reg) {
+                Some(block) => ValueNumber::Merge(InstId(self.cfg.block(block).insts.start), reg),
+                None => ValueNumber::Opaque(at, reg),
+            },
         }
     }
 }
@@ -137,7 +146,9 @@ impl FunctionAnalysis<'_> {
     fn value_invariant_within(&self, value: ValueNumber, lp: &Loop, depth: usize) -> bool {
         match value {
             ValueNumber::Entry(_) => true,
-            ValueNumber::Def(at) | ValueNumber::Opaque(at, _) => !lp.contains_inst(self, at),
+            ValueNumber::Def(at) | ValueNumber::Merge(at, _) | ValueNumber::Opaque(at, _) => {
+                !lp.contains_inst(self, at)
+            }
             ValueNumber::Expr(number) => {
                 let operands = self.expr_operands.borrow().get(number as usize).cloned();
                 depth < MAX_DEPTH

@@ -1,7 +1,8 @@
 //! `FunctionAnalysis::value_number` on hand-written PTX: a value computed again the same way gets
 //! the number of the first computation; a different opcode, a different literal, a different
-//! input, several reaching definitions or a register that changes on its own (`%clock`) give a
-//! different number.
+//! input, several reaching definitions with one between the reads, or a register that changes
+//! on its own (`%clock`) give a different number; a register with several definitions read twice
+//! with none between (a loop counter) gets the number of the merge at the loop's head.
 
 use fencelint_cfg::{FunctionAnalysis, ValueNumber};
 use fencelint_ir::Function;
@@ -88,6 +89,22 @@ fn recomputed_values_share_a_number() {
         // A guarded computation keeps the old value when its guard is false.
         (
             "setp.eq.s32 %p2, %r1, 0;\nmov.u32 %r10, 7;\nmov.u32 %r20, 7;\n@%p2 add.s32 %r20, %r20, 0;",
+            false,
+        ),
+        // A loop counter (two definitions) read twice in one iteration, with no definition
+        // between: the value merged at the loop's head, both times.
+        (
+            "mov.u32 %r10, 0;\n$L_top:\nst.shared.u32 [%r2+8], %r10;\nmov.b32 %r20, %r10;\nadd.s32 %r10, %r10, 1;\nsetp.lt.s32 %p1, %r10, 5;\n@%p1 bra $L_top;",
+            true,
+        ),
+        // A definition on one way between the two reads: the second reads another merge.
+        (
+            "setp.eq.s32 %p2, %r1, 0;\nmov.u32 %r10, 0;\n$L_top:\nst.shared.u32 [%r2+8], %r10;\n@%p2 bra $L_skip;\nmov.u32 %r10, 7;\n$L_skip:\nmov.b32 %r20, %r10;\nadd.s32 %r10, %r10, 1;\nsetp.lt.s32 %p1, %r10, 5;\n@%p1 bra $L_top;",
+            false,
+        ),
+        // A guarded definition between the two reads, in their block.
+        (
+            "setp.eq.s32 %p2, %r1, 0;\nmov.u32 %r10, 0;\n$L_top:\nst.shared.u32 [%r2+8], %r10;\n@%p2 mov.u32 %r10, 7;\nmov.b32 %r20, %r10;\nadd.s32 %r10, %r10, 1;\nsetp.lt.s32 %p1, %r10, 5;\n@%p1 bra $L_top;",
             false,
         ),
     ];
