@@ -65,10 +65,14 @@ impl FunctionAnalysis<'_> {
             ([], true) if is_stable_special(self.func.reg_name(reg)) => ValueNumber::Entry(reg),
             (&[def], false) => {
                 let inst = self.func.inst(def);
-                let Some(key) = inst.pure_key else { return ValueNumber::Def(def) };
                 if inst.defs.as_slice() != [reg] {
                     return ValueNumber::Def(def);
                 }
+                let Some(key) = inst.pure_key else {
+                    return self
+                        .sass_value_number(def, reg, depth)
+                        .unwrap_or(ValueNumber::Def(def));
+                };
                 if let Some(ValueOp::Copy(src)) = inst.value
                     && inst.alu == Some(AluOp::Move)
                 {
@@ -92,6 +96,65 @@ impl FunctionAnalysis<'_> {
                 None => ValueNumber::Opaque(at, reg),
             },
         }
+    }
+}
+
+impl FunctionAnalysis<'_> {
+    /// The number of a SASS comparison into a predicate (`ISETP`) or bitwise `and`
+    /// (`LOP3.LUT Rd, Ra, 0x3, RZ, 0xc0, !PT`), which carry no [`fencelint_ir::Inst::pure_key`],
+    /// from what its [`ValueOp`] says it computes: the same operation on the same values (for a
+    /// comparison, joined the same way to the same predicate) is one value. ptxas makes a test
+    /// again where it did not keep the predicate or the masked value: cuDSS's `fct_kernel` tests
+    /// `ISETP.LT.U32.AND P0, PT, R95, R90, !P0` before the poll and again before the fence, and
+    /// masks the panel counter (`R116 & 3`) once into `R78` and again into `R36`. The lowering
+    /// gives these forms only for instructions it reads whole (one destination, plain
+    /// operands), so the form is the computation (with a predicate destination, `LOP3.LUT P0, RZ,
+    /// R37, 0x2, ...`, whether the `and` is non-zero: numbered apart). `None` for other
+    /// instructions.
+    fn sass_value_number(&self, def: InstId, reg: Reg, depth: usize) -> Option<ValueNumber> {
+        let (kind, compare, constant, joined, regs): (u8, IntCompare, i64, (bool, bool), [_; 3]) =
+            match *self.func.inst(def).value.as_ref()? {
+                ValueOp::Compare(compare, src, bound) => {
+                    (0, compare, bound, (false, false), [Some(src), None, None])
+                }
+                ValueOp::CompareRegs(compare, a, b) => {
+                    (1, compare, 0, (false, false), [Some(a), Some(b), None])
+                }
+                ValueOp::CompareJoined { compare, src, bound, other, negated, or } => {
+                    (2, compare, bound, (negated, or), [Some(src), Some(other), None])
+                }
+                ValueOp::CompareRegsJoined { compare, a, b, other, negated, or } => {
+                    (3, compare, 0, (negated, or), [Some(a), Some(b), Some(other)])
+                }
+                ValueOp::CompareHigh { compare, high, bound, low } => {
+                    (4, compare, bound, (false, false), [Some(high), Some(low), None])
+                }
+                // A predicate destination holds whether the `and` is non-zero: another value.
+                ValueOp::AndImm(src, mask) => {
+                    let kind = if is_predicate(self.func.reg_name(reg)) { 6 } else { 5 };
+                    (kind, NO_COMPARE, mask, (false, false), [Some(src), None, None])
+                }
+                ValueOp::And(a, b) => {
+                    let kind = if is_predicate(self.func.reg_name(reg)) { 8 } else { 7 };
+                    (kind, NO_COMPARE, 0, (false, false), [Some(a), Some(b), None])
+                }
+                _ => return None,
+            };
+        let mut hasher = FxHasher::default();
+        let fields = (compare.relation as u8, compare.signed, compare.bits);
+        ("sass value", kind, fields, constant, joined).hash(&mut hasher);
+        let operands: Vec<ValueNumber> = regs
+            .into_iter()
+            .flatten()
+            .map(|reg| self.value_number_at_depth(def, reg, depth + 1))
+            .collect();
+        let mut exprs = self.exprs.borrow_mut();
+        let next = u32::try_from(exprs.len()).unwrap_or(u32::MAX);
+        let number = *exprs.entry((hasher.finish(), operands.clone())).or_insert_with(|| {
+            self.expr_operands.borrow_mut().push(operands);
+            next
+        });
+        Some(ValueNumber::Expr(number))
     }
 }
 
@@ -158,6 +221,15 @@ impl FunctionAnalysis<'_> {
             }
         }
     }
+}
+
+/// The relation hashed for a [`ValueOp`] that compares nothing.
+const NO_COMPARE: IntCompare = IntCompare { relation: Relation::Eq, signed: false, bits: 0 };
+
+/// Whether a SASS register is a predicate (`P0`, `UP1`).
+fn is_predicate(name: &str) -> bool {
+    let digits = name.strip_prefix("UP").or_else(|| name.strip_prefix('P'));
+    digits.is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// PTX special registers that keep their value while a thread runs, and the SASS constant-bank

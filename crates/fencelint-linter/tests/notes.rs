@@ -207,6 +207,59 @@ fn a_poll_under_a_test_meets_the_fence_under_the_same_test() {
     assert_eq!(sass_spin_polls(&listing("@!P2", true)), 1);
 }
 
+/// The listing of [`flags_read_under_a_test_skip_the_poll_the_fence_under_that_test_orders`]:
+/// the test `need` (writing `P3`), the flags' default `ready_default`, the ready test against
+/// `one`, then the lines `retest` after the loop, and the fence under `fence_guard`.
+fn flags_under_need(
+    need: &[&str],
+    ready_default: &str,
+    one: &str,
+    retest: &[&str],
+    fence_guard: &str,
+) -> String {
+    let mut lines: Vec<String> = [
+        "LDC.64 R40, c[0x0][0x210] ;",
+        "LDC.64 R38, c[0x0][0x218] ;",
+        "LDC R2, c[0x0][0x220] ;",
+        "LDC R3, c[0x0][0x224] ;",
+        "ISETP.NE.AND P2, PT, R3, RZ, PT ;",
+        "IMAD.MOV.U32 R110, RZ, RZ, 0x1 ;",
+        "IMAD.MOV.U32 R109, RZ, RZ, 0x2 ;",
+        &format!("IMAD.MOV.U32 R108, RZ, RZ, {ready_default} ;"),
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    lines.extend(need.iter().map(|&line| line.to_owned()));
+    lines.extend(
+        [
+            "@P3 LDG.E R108, desc[UR8][R40.64] ;",
+            "@P3 LDG.E R109, desc[UR8][R38.64] ;",
+            "SHF.R.U32.HI R109, RZ, 0x1, R109 ;",
+            "LOP3.LUT R108, R108, 0x1, RZ, 0xc0, !PT ;",
+            "LOP3.LUT R109, R109, 0x1, RZ, 0xc0, !PT ;",
+            &format!("ISETP.EQ.U32.AND P1, PT, R108, {one}, PT ;"),
+            "ISETP.NE.U32.AND P0, PT, R109, 0x1, PT ;",
+        ]
+        .map(str::to_owned),
+    );
+    let at = |index: usize| format!("{:#x}", index * 16);
+    let poll = lines.len() + 1;
+    let after = poll + 5;
+    lines.push(format!("@!P0 BRA P1, {} ;", at(after)));
+    lines.extend(
+        [
+            "LDG.E.STRONG.GPU R37, desc[UR8][R40.64] ;",
+            "LDG.E.STRONG.GPU R36, desc[UR8][R38.64] ;",
+            "LOP3.LUT R37, R37, 0x2, RZ, 0xc0, !PT ;",
+            "ISETP.NE.U32.OR P0, PT, R36, 0x1, P5 ;",
+        ]
+        .map(str::to_owned),
+    );
+    lines.push(format!("@P0 BRA {} ;", at(poll)));
+    lines.extend(retest.iter().map(|&line| line.to_owned()));
+    fenced_read(lines, fence_guard)
+}
+
 /// A poll skipped when two flags, read beforehand only under a test (`@P3 LDG.E`), say ready,
 /// with constants that say ready where the test fails, and a fence after the loop under the
 /// same test, as ptxas lays out cuDSS's `fct_kernel` (hand-written listing): without `P3` the
@@ -216,42 +269,9 @@ fn a_poll_under_a_test_meets_the_fence_under_the_same_test() {
 /// ready test compares two registers (`R108` with `R110`, a constant).
 #[test]
 fn flags_read_under_a_test_skip_the_poll_the_fence_under_that_test_orders() {
+    let need = ["ISETP.LT.U32.AND P3, PT, R2, R3, PT ;"];
     let listing_with = |ready_default: &str, fence_guard: &str, one: &str| {
-        let mut lines: Vec<String> = [
-            "LDC.64 R40, c[0x0][0x210] ;",
-            "LDC.64 R38, c[0x0][0x218] ;",
-            "LDC R2, c[0x0][0x220] ;",
-            "LDC R3, c[0x0][0x224] ;",
-            "ISETP.NE.AND P2, PT, R3, RZ, PT ;",
-            "IMAD.MOV.U32 R110, RZ, RZ, 0x1 ;",
-            "IMAD.MOV.U32 R109, RZ, RZ, 0x2 ;",
-            &format!("IMAD.MOV.U32 R108, RZ, RZ, {ready_default} ;"),
-            "ISETP.LT.U32.AND P3, PT, R2, R3, PT ;",
-            "@P3 LDG.E R108, desc[UR8][R40.64] ;",
-            "@P3 LDG.E R109, desc[UR8][R38.64] ;",
-            "SHF.R.U32.HI R109, RZ, 0x1, R109 ;",
-            "LOP3.LUT R108, R108, 0x1, RZ, 0xc0, !PT ;",
-            "LOP3.LUT R109, R109, 0x1, RZ, 0xc0, !PT ;",
-            &format!("ISETP.EQ.U32.AND P1, PT, R108, {one}, PT ;"),
-            "ISETP.NE.U32.AND P0, PT, R109, 0x1, PT ;",
-        ]
-        .map(str::to_owned)
-        .to_vec();
-        let at = |index: usize| format!("{:#x}", index * 16);
-        let poll = lines.len() + 1;
-        let after = poll + 5;
-        lines.push(format!("@!P0 BRA P1, {} ;", at(after)));
-        lines.extend(
-            [
-                "LDG.E.STRONG.GPU R37, desc[UR8][R40.64] ;",
-                "LDG.E.STRONG.GPU R36, desc[UR8][R38.64] ;",
-                "LOP3.LUT R37, R37, 0x2, RZ, 0xc0, !PT ;",
-                "ISETP.NE.U32.OR P0, PT, R36, 0x1, P5 ;",
-            ]
-            .map(str::to_owned),
-        );
-        lines.push(format!("@P0 BRA {} ;", at(poll)));
-        fenced_read(lines, fence_guard)
+        flags_under_need(&need, ready_default, one, &[], fence_guard)
     };
     let listing =
         |ready_default: &str, fence_guard: &str| listing_with(ready_default, fence_guard, "0x1");
@@ -260,4 +280,66 @@ fn flags_read_under_a_test_skip_the_poll_the_fence_under_that_test_orders() {
     assert_eq!(sass_spin_polls(&listing("0x0", "@!P3")), 1);
     assert_eq!(sass_spin_polls(&listing_with("0x1", "@!P3", "R110")), 0);
     assert_eq!(sass_spin_polls(&listing_with("0x0", "@!P3", "R110")), 1);
+}
+
+/// The listing above with the test made again after the loop, into another predicate, as
+/// cuDSS's `fct_kernel` has it (at `sm_90`) where ptxas did not keep `P3` (`ISETP.LT.U32.AND
+/// P0, PT, R95, R90, !P0` before the poll and again before the fence; elsewhere the counter
+/// masked again into another register, `LOP3.LUT R36, R116, 0x3, RZ, 0xc0, !PT`): the same
+/// comparison of the same values, joined the same way to the same predicate, is the same test,
+/// and the fence under it orders. Operands swapped (`R3 < R2`, false whenever the poll runs),
+/// the other predicate read the other way, another constant or another mask are other tests:
+/// the poll runs and the fence does not.
+#[test]
+fn a_test_made_again_the_same_way_is_the_same_test() {
+    let lt = |a: &str, b: &str, p: &str, joined: &str| {
+        format!("ISETP.LT.U32.AND {p}, PT, {a}, {b}, {joined} ;")
+    };
+    let masked = |dest: &str, mask: &str, p: &str| {
+        [
+            format!("LOP3.LUT {dest}, R2, {mask}, RZ, 0xc0, !PT ;"),
+            format!("ISETP.NE.AND {p}, PT, {dest}, 0x2, PT ;"),
+        ]
+    };
+    let cases: [([String; 2], [String; 2], usize); 8] = [
+        (
+            [lt("R2", "R3", "P3", "PT"), String::new()],
+            [lt("R2", "R3", "P4", "PT"), String::new()],
+            0,
+        ),
+        (
+            [lt("R2", "R3", "P3", "PT"), String::new()],
+            [lt("R3", "R2", "P4", "PT"), String::new()],
+            1,
+        ),
+        (
+            [lt("R2", "R3", "P3", "!P2"), String::new()],
+            [lt("R2", "R3", "P4", "!P2"), String::new()],
+            0,
+        ),
+        (
+            [lt("R2", "R3", "P3", "!P2"), String::new()],
+            [lt("R2", "R3", "P4", "P2"), String::new()],
+            1,
+        ),
+        (
+            ["ISETP.NE.U32.AND P3, PT, R2, 0x4, !P2 ;".into(), String::new()],
+            ["ISETP.NE.U32.AND P4, PT, R2, 0x4, !P2 ;".into(), String::new()],
+            0,
+        ),
+        (
+            ["ISETP.NE.U32.AND P3, PT, R2, 0x4, !P2 ;".into(), String::new()],
+            ["ISETP.NE.U32.AND P4, PT, R2, 0x5, !P2 ;".into(), String::new()],
+            1,
+        ),
+        (masked("R20", "0x3", "P3"), masked("R21", "0x3", "P4"), 0),
+        (masked("R20", "0x3", "P3"), masked("R21", "0x7", "P4"), 1),
+    ];
+    for (need, retest, polls) in cases {
+        let need: Vec<&str> = need.iter().map(String::as_str).filter(|l| !l.is_empty()).collect();
+        let retest: Vec<&str> =
+            retest.iter().map(String::as_str).filter(|l| !l.is_empty()).collect();
+        let listing = flags_under_need(&need, "0x1", "0x1", &retest, "@!P4");
+        assert_eq!(sass_spin_polls(&listing), polls, "{need:?} then {retest:?}");
+    }
 }
