@@ -104,25 +104,25 @@ impl DomTree {
     }
 }
 
+/// A small deterministic generator for the random-graph tests, so that failures reproduce.
+#[cfg(test)]
+pub(crate) struct Lcg(pub(crate) u64);
+
+#[cfg(test)]
+impl Lcg {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        self.0 =
+            self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % n
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     use petgraph::algo::dominators::simple_fast;
     use petgraph::graph::{DiGraph, NodeIndex};
-
-    /// A small deterministic generator, so that failures reproduce.
-    struct Lcg(u64);
-
-    impl Lcg {
-        fn below(&mut self, n: u64) -> u64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (self.0 >> 33) % n
-        }
-    }
 
     /// Random graphs (with loops, unreachable nodes, self edges and repeated edges) give the
     /// immediate dominators that petgraph's `simple_fast` gives.

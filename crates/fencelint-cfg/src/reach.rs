@@ -304,19 +304,7 @@ mod tests {
     use fencelint_ir::{Control, Function, Guard, Inst, InstKind, TextRange};
 
     use super::*;
-
-    /// A small deterministic generator, so that failures reproduce.
-    struct Lcg(u64);
-
-    impl Lcg {
-        fn below(&mut self, n: u64) -> u64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (self.0 >> 33) % n
-        }
-    }
+    use crate::dominators::Lcg;
 
     /// A random function of `len` instructions over four registers: definitions (a quarter
     /// guarded), conditional and plain branches, exits, and instructions that define nothing.

@@ -83,13 +83,7 @@ impl FunctionAnalysis<'_> {
                     .iter()
                     .map(|&used| self.value_number_at_depth(def, used, depth + 1))
                     .collect();
-                let mut exprs = self.exprs.borrow_mut();
-                let next = u32::try_from(exprs.len()).unwrap_or(u32::MAX);
-                let number = *exprs.entry((key.get(), operands.clone())).or_insert_with(|| {
-                    self.expr_operands.borrow_mut().push(operands);
-                    next
-                });
-                ValueNumber::Expr(number)
+                self.intern(key.get(), operands)
             }
             _ => match self.merge_reaching(at, reg) {
                 Some(block) => ValueNumber::Merge(InstId(self.cfg.block(block).insts.start), reg),
@@ -100,6 +94,17 @@ impl FunctionAnalysis<'_> {
 }
 
 impl FunctionAnalysis<'_> {
+    /// The number of the computation `key` applied to `operands`, the same for the same pair.
+    fn intern(&self, key: u64, operands: Vec<ValueNumber>) -> ValueNumber {
+        let mut exprs = self.exprs.borrow_mut();
+        let next = u32::try_from(exprs.len()).unwrap_or(u32::MAX);
+        let number = *exprs.entry((key, operands.clone())).or_insert_with(|| {
+            self.expr_operands.borrow_mut().push(operands);
+            next
+        });
+        ValueNumber::Expr(number)
+    }
+
     /// The number of a SASS comparison into a predicate (`ISETP`) or bitwise `and`
     /// (`LOP3.LUT Rd, Ra, 0x3, RZ, 0xc0, !PT`), which carry no [`fencelint_ir::Inst::pure_key`],
     /// from what its [`ValueOp`] says it computes: the same operation on the same values (for a
@@ -148,13 +153,7 @@ impl FunctionAnalysis<'_> {
             .flatten()
             .map(|reg| self.value_number_at_depth(def, reg, depth + 1))
             .collect();
-        let mut exprs = self.exprs.borrow_mut();
-        let next = u32::try_from(exprs.len()).unwrap_or(u32::MAX);
-        let number = *exprs.entry((hasher.finish(), operands.clone())).or_insert_with(|| {
-            self.expr_operands.borrow_mut().push(operands);
-            next
-        });
-        Some(ValueNumber::Expr(number))
+        Some(self.intern(hasher.finish(), operands))
     }
 }
 
@@ -190,13 +189,7 @@ impl FunctionAnalysis<'_> {
             Ok(b) => operands.push(self.value_number(def, b)),
             Err(constant) => constant.hash(&mut hasher),
         }
-        let mut exprs = self.exprs.borrow_mut();
-        let next = u32::try_from(exprs.len()).unwrap_or(u32::MAX);
-        let number = *exprs.entry((hasher.finish(), operands.clone())).or_insert_with(|| {
-            self.expr_operands.borrow_mut().push(operands);
-            next
-        });
-        (ValueNumber::Expr(number), inverted)
+        (self.intern(hasher.finish(), operands), inverted)
     }
 
     /// Whether `value` is the same in every iteration of `lp`: no instruction of the loop
