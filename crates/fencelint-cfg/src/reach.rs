@@ -4,9 +4,10 @@
 //! reuses registers, so the walks of one function cross the same blocks again and again. Here
 //! a register's merge points are placed once (the iterated dominance frontier of the blocks
 //! that define it, the entry among them), and the value at a block's start is found by climbing
-//! the dominator tree to the nearest block that defines the register or merges it; the climb is
-//! remembered for every block on the way. A query then visits only the merge points of its
-//! register, not the blocks between them.
+//! the dominator tree to the nearest block that defines the register or merges it (climbs are
+//! short; remembering them cost more than it saved). A query then visits only the merge points
+//! of its register, not the blocks between them. The merge a read finds also names its value
+//! ([`FunctionAnalysis::merge_reaching`], `ValueNumber::Merge`).
 //!
 //! The answer is the walk's, definition for definition: a guarded definition does not end a
 //! path, an unguarded one does, and a path that reaches the entry with none sets
