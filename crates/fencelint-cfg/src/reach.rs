@@ -378,4 +378,49 @@ mod tests {
         // Most functions and uses are answered by the form, not handed back to the walk.
         assert!(compared > 10_000 && in_loops > 15_000, "{compared} {in_loops}");
     }
+
+    /// A merge that a read finds names one value: the read's block is the merge's or one it
+    /// dominates, and every way back from the read meets the merge's start before any
+    /// definition of the register (the merge's block has none, nor any block between).
+    #[test]
+    fn a_merge_a_read_finds_has_no_definition_below_it() {
+        let mut rng = Lcg(11);
+        let mut named = 0usize;
+        for round in 0..400 {
+            let func = random_function(&mut rng, 8 + round % 40);
+            let analysis = FunctionAnalysis::new(&func);
+            let cfg = &analysis.cfg;
+            for at in func.ids() {
+                for reg in (0..4).map(Reg) {
+                    let Some(merge) = analysis.merge_reaching(at, reg) else { continue };
+                    named += 1;
+                    let sites = analysis.def_sites(reg);
+                    let defines =
+                        |from: u32, to: u32| sites.iter().any(|id| (from..to).contains(&id.0));
+                    let block = cfg.block_of(at);
+                    let context = format!("round {round}, {at:?}, {reg:?}, merge {merge:?}");
+                    assert!(analysis.block_dominates(merge, block), "{context}");
+                    assert!(!defines(cfg.block(block).insts.start, at.0), "{context}");
+                    if block == merge {
+                        continue;
+                    }
+                    // The read's own block, met again around a loop, counts whole.
+                    let mut seen = Vec::new();
+                    let mut work: Vec<BlockId> = cfg.predecessors(block).collect();
+                    while let Some(b) = work.pop() {
+                        if seen.contains(&b) {
+                            continue;
+                        }
+                        seen.push(b);
+                        let range = &cfg.block(b).insts;
+                        assert!(!defines(range.start, range.end), "{context}, {b:?} defines");
+                        if b != merge {
+                            work.extend(cfg.predecessors(b));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(named > 1_000, "{named}");
+    }
 }

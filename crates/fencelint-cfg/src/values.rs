@@ -69,9 +69,7 @@ impl FunctionAnalysis<'_> {
                     return ValueNumber::Def(def);
                 }
                 let Some(key) = inst.pure_key else {
-                    return self
-                        .sass_value_number(def, reg, depth)
-                        .unwrap_or(ValueNumber::Def(def));
+                    return self.value_op_number(def, reg, depth).unwrap_or(ValueNumber::Def(def));
                 };
                 if let Some(ValueOp::Copy(src)) = inst.value
                     && inst.alu == Some(AluOp::Move)
@@ -105,9 +103,9 @@ impl FunctionAnalysis<'_> {
         ValueNumber::Expr(number)
     }
 
-    /// The number of a SASS comparison into a predicate (`ISETP`) or bitwise `and`
-    /// (`LOP3.LUT Rd, Ra, 0x3, RZ, 0xc0, !PT`), which carry no [`fencelint_ir::Inst::pure_key`],
-    /// from what its [`ValueOp`] says it computes: the same operation on the same values (for a
+    /// The number of a comparison into a predicate or a bitwise `and` that carries no
+    /// [`fencelint_ir::Inst::pure_key`] (SASS `ISETP`, `LOP3.LUT Rd, Ra, 0x3, RZ, 0xc0, !PT`: no
+    /// SASS instruction has one), from what its [`ValueOp`] says it computes: the same operation on the same values (for a
     /// comparison, joined the same way to the same predicate) is one value. ptxas makes a test
     /// again where it did not keep the predicate or the masked value: cuDSS's `fct_kernel` tests
     /// `ISETP.LT.U32.AND P0, PT, R95, R90, !P0` before the poll and again before the fence, and
@@ -116,7 +114,7 @@ impl FunctionAnalysis<'_> {
     /// operands), so the form is the computation (with a predicate destination, `LOP3.LUT P0, RZ,
     /// R37, 0x2, ...`, whether the `and` is non-zero: numbered apart). `None` for other
     /// instructions.
-    fn sass_value_number(&self, def: InstId, reg: Reg, depth: usize) -> Option<ValueNumber> {
+    fn value_op_number(&self, def: InstId, reg: Reg, depth: usize) -> Option<ValueNumber> {
         let (kind, compare, constant, joined, regs): (u8, IntCompare, i64, (bool, bool), [_; 3]) =
             match *self.func.inst(def).value.as_ref()? {
                 ValueOp::Compare(compare, src, bound) => {
