@@ -23,7 +23,7 @@
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
-use fencelint_ir::{InstId, Reg, ValueOp};
+use fencelint_ir::{InstId, JoinedTo, Reg, ValueOp};
 
 use crate::{BlockId, FunctionAnalysis, ValueNumber};
 
@@ -117,6 +117,18 @@ impl Search<'_, '_> {
             return None;
         }
         let truth = |v: i64| v != 0;
+        if let Some(((compare, a, b), joined)) = inst.value.as_ref().and_then(ValueOp::comparison) {
+            let a = self.value(def, a, depth)?;
+            let b = match b {
+                Ok(b) => self.value(def, b, depth)?,
+                Err(bound) => bound,
+            };
+            let first = compare.holds(a, b);
+            return match joined {
+                None => Some(i64::from(first)),
+                Some(joined) => self.joined(def, first, joined, depth),
+            };
+        }
         Some(match *inst.value.as_ref()? {
             ValueOp::Imm(value) => value,
             ValueOp::Copy(src) => self.value(def, src, depth)?,
@@ -129,20 +141,6 @@ impl Search<'_, '_> {
                     return None;
                 }
                 v >> k
-            }
-            ValueOp::Compare(compare, src, bound) => {
-                i64::from(compare.holds(self.value(def, src, depth)?, bound))
-            }
-            ValueOp::CompareRegs(compare, a, b) => {
-                i64::from(compare.holds(self.value(def, a, depth)?, self.value(def, b, depth)?))
-            }
-            ValueOp::CompareJoined { compare, src, bound, other, negated, or } => {
-                let first = compare.holds(self.value(def, src, depth)?, bound);
-                self.joined(def, first, (other, negated, or), depth)?
-            }
-            ValueOp::CompareRegsJoined { compare, a, b, other, negated, or } => {
-                let first = compare.holds(self.value(def, a, depth)?, self.value(def, b, depth)?);
-                self.joined(def, first, (other, negated, or), depth)?
             }
             ValueOp::PredNot(src) => i64::from(!truth(self.value(def, src, depth)?)),
             ValueOp::PredAnd(a, b) | ValueOp::PredOr(a, b) => {
@@ -175,7 +173,7 @@ impl Search<'_, '_> {
         &mut self,
         def: InstId,
         first: bool,
-        (other, negated, or): (Reg, bool, bool),
+        JoinedTo { other, negated, or }: JoinedTo,
         depth: usize,
     ) -> Option<i64> {
         if first == or {

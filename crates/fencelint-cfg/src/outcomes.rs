@@ -29,9 +29,8 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
-use fencelint_ir::{InstId, Reg, ValueOp};
+use fencelint_ir::{Comparison, InstId, JoinedTo, Reg, ValueOp};
 
-use crate::values::Comparison;
 use crate::{BlockId, FunctionAnalysis, ValueNumber};
 
 /// Outcomes kept on one path at most; later ones are not learned.
@@ -344,37 +343,27 @@ impl FunctionAnalysis<'_> {
             *count.entry(canonical).or_default() += 1;
             (canonical, inverted)
         };
+        if let Some((comparison, joined)) = inst.value.as_ref().and_then(ValueOp::comparison) {
+            let canonical = compared(comparison, count);
+            match joined {
+                // The predicate is its comparison's canonical value, read one way or the
+                // other: `not (canonical read inverted)`.
+                None => {
+                    info.parts.insert(value, (Logic::Not, Some((canonical.0, !canonical.1)), None));
+                }
+                // `(a <compare> b) or other`.
+                Some(JoinedTo { other, negated, or }) => {
+                    let logic = if or { Logic::Or } else { Logic::And };
+                    info.parts.insert(value, (logic, Some(canonical), part(other, negated)));
+                    self.take_apart(*def, other, depth + 1, count, info);
+                }
+            }
+            return;
+        }
         let (logic, a, b) = match inst.value {
             Some(ValueOp::PredAnd(a, b)) => (Logic::And, Some(a), Some(b)),
             Some(ValueOp::PredOr(a, b)) => (Logic::Or, Some(a), Some(b)),
             Some(ValueOp::PredNot(a)) => (Logic::Not, Some(a), None),
-            // The predicate is its comparison's canonical value, read one way or the other:
-            // `not (canonical read inverted)`.
-            Some(ValueOp::Compare(compare, src, bound)) => {
-                let (canonical, inverted) = compared((compare, src, Err(bound)), count);
-                info.parts.insert(value, (Logic::Not, Some((canonical, !inverted)), None));
-                return;
-            }
-            Some(ValueOp::CompareRegs(compare, a, b)) => {
-                let (canonical, inverted) = compared((compare, a, Ok(b)), count);
-                info.parts.insert(value, (Logic::Not, Some((canonical, !inverted)), None));
-                return;
-            }
-            // `(src <compare> bound) or other`.
-            Some(ValueOp::CompareJoined { compare, src, bound, other, negated, or }) => {
-                let logic = if or { Logic::Or } else { Logic::And };
-                let canonical = compared((compare, src, Err(bound)), count);
-                info.parts.insert(value, (logic, Some(canonical), part(other, negated)));
-                self.take_apart(*def, other, depth + 1, count, info);
-                return;
-            }
-            Some(ValueOp::CompareRegsJoined { compare, a, b, other, negated, or }) => {
-                let logic = if or { Logic::Or } else { Logic::And };
-                let canonical = compared((compare, a, Ok(b)), count);
-                info.parts.insert(value, (logic, Some(canonical), part(other, negated)));
-                self.take_apart(*def, other, depth + 1, count, info);
-                return;
-            }
             _ => return,
         };
         info.parts

@@ -9,7 +9,7 @@ use std::hash::{Hash, Hasher};
 
 use rustc_hash::FxHasher;
 
-use fencelint_ir::{AluOp, InstId, IntCompare, Reg, Relation, ValueOp};
+use fencelint_ir::{AluOp, Comparison, InstId, IntCompare, Reg, Relation, ValueOp};
 
 use crate::{FunctionAnalysis, Loop};
 
@@ -115,33 +115,31 @@ impl FunctionAnalysis<'_> {
     /// R37, 0x2, ...`, whether the `and` is non-zero: numbered apart). `None` for other
     /// instructions.
     fn value_op_number(&self, def: InstId, reg: Reg, depth: usize) -> Option<ValueNumber> {
+        let op = self.func.inst(def).value.as_ref()?;
         let (kind, compare, constant, joined, regs): (u8, IntCompare, i64, (bool, bool), [_; 3]) =
-            match *self.func.inst(def).value.as_ref()? {
-                ValueOp::Compare(compare, src, bound) => {
-                    (0, compare, bound, (false, false), [Some(src), None, None])
+            if let Some(((compare, a, b), joined)) = op.comparison() {
+                // 0 with a constant, 1 of two registers; 2 and 3 the same joined.
+                let kind = u8::from(b.is_ok()) + 2 * u8::from(joined.is_some());
+                let flags = joined.map_or((false, false), |j| (j.negated, j.or));
+                let other = joined.map(|j| j.other);
+                (kind, compare, b.err().unwrap_or(0), flags, [Some(a), b.ok(), other])
+            } else {
+                match *op {
+                    ValueOp::CompareHigh { compare, high, bound, low } => {
+                        (4, compare, bound, (false, false), [Some(high), Some(low), None])
+                    }
+                    // A predicate destination holds whether the `and` is non-zero: another
+                    // value.
+                    ValueOp::AndImm(src, mask) => {
+                        let kind = if is_predicate(self.func.reg_name(reg)) { 6 } else { 5 };
+                        (kind, NO_COMPARE, mask, (false, false), [Some(src), None, None])
+                    }
+                    ValueOp::And(a, b) => {
+                        let kind = if is_predicate(self.func.reg_name(reg)) { 8 } else { 7 };
+                        (kind, NO_COMPARE, 0, (false, false), [Some(a), Some(b), None])
+                    }
+                    _ => return None,
                 }
-                ValueOp::CompareRegs(compare, a, b) => {
-                    (1, compare, 0, (false, false), [Some(a), Some(b), None])
-                }
-                ValueOp::CompareJoined { compare, src, bound, other, negated, or } => {
-                    (2, compare, bound, (negated, or), [Some(src), Some(other), None])
-                }
-                ValueOp::CompareRegsJoined { compare, a, b, other, negated, or } => {
-                    (3, compare, 0, (negated, or), [Some(a), Some(b), Some(other)])
-                }
-                ValueOp::CompareHigh { compare, high, bound, low } => {
-                    (4, compare, bound, (false, false), [Some(high), Some(low), None])
-                }
-                // A predicate destination holds whether the `and` is non-zero: another value.
-                ValueOp::AndImm(src, mask) => {
-                    let kind = if is_predicate(self.func.reg_name(reg)) { 6 } else { 5 };
-                    (kind, NO_COMPARE, mask, (false, false), [Some(src), None, None])
-                }
-                ValueOp::And(a, b) => {
-                    let kind = if is_predicate(self.func.reg_name(reg)) { 8 } else { 7 };
-                    (kind, NO_COMPARE, 0, (false, false), [Some(a), Some(b), None])
-                }
-                _ => return None,
             };
         let mut hasher = FxHasher::default();
         let fields = (compare.relation as u8, compare.signed, compare.bits);
@@ -154,10 +152,6 @@ impl FunctionAnalysis<'_> {
         Some(self.intern(hasher.finish(), operands))
     }
 }
-
-/// An integer comparison: its relation and width, the first register, and the second register
-/// or a constant.
-pub(crate) type Comparison = (IntCompare, Reg, Result<Reg, i64>);
 
 impl FunctionAnalysis<'_> {
     /// The value number of the integer comparison `compare` that `def` makes of `a` and `b`

@@ -329,7 +329,37 @@ pub enum ValueOp {
 // a listing's instruction tables are most of the memory a lint touches (docs/performance.md).
 const _: () = assert!(std::mem::size_of::<ValueOp>() <= 24);
 
+/// An integer comparison: its relation and width, the first register, and the second register
+/// or a constant.
+pub type Comparison = (IntCompare, Reg, Result<Reg, i64>);
+
+/// The predicate a comparison is joined to: `(a <compare> b) || other`, or `&& other` when `or`
+/// is false; `other` read inverted when `negated`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JoinedTo {
+    pub other: Reg,
+    pub negated: bool,
+    pub or: bool,
+}
+
 impl ValueOp {
+    /// The four forms of an integer comparison into a predicate, read alike: the comparison,
+    /// and the predicate it is joined to ([`ValueOp::CompareJoined`],
+    /// [`ValueOp::CompareRegsJoined`]). `None` for other values.
+    pub fn comparison(&self) -> Option<(Comparison, Option<JoinedTo>)> {
+        Some(match *self {
+            Self::Compare(compare, src, bound) => ((compare, src, Err(bound)), None),
+            Self::CompareRegs(compare, a, b) => ((compare, a, Ok(b)), None),
+            Self::CompareJoined { compare, src, bound, other, negated, or } => {
+                ((compare, src, Err(bound)), Some(JoinedTo { other, negated, or }))
+            }
+            Self::CompareRegsJoined { compare, a, b, other, negated, or } => {
+                ((compare, a, Ok(b)), Some(JoinedTo { other, negated, or }))
+            }
+            _ => return None,
+        })
+    }
+
     /// Renames the registers the value reads ([`Inst::map_regs`]).
     pub fn map_regs(&mut self, map: &mut impl FnMut(Reg) -> Reg) {
         match self {
