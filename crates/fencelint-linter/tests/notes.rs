@@ -343,3 +343,106 @@ fn a_test_made_again_the_same_way_is_the_same_test() {
         assert_eq!(sass_spin_polls(&listing), polls, "{need:?} then {retest:?}");
     }
 }
+
+/// A hand-written listing of a list of flags waited for one after the other, in the shape of
+/// cuDSS's `bwd_solve_only_ker`: each turn reads `deps[i]`, polls `flags[deps[i]]`, and the one
+/// fence comes after the list. `edit` changes the turn's lines (`None` leaves them). Lines are
+/// numbered as cuobjdump does; `@head`, `@poll` and `@after` stand for those lines' addresses.
+fn dependency_list(edit: impl Fn(&str) -> Option<Vec<String>>) -> String {
+    let turn = [
+        "head: LDC.64 R6, c[0x0][0x210] ;",
+        "IMAD.WIDE R6, R12, 0x4, R6 ;",
+        "read: LDG.E R9, desc[UR4][R6.64] ;",
+        "LDC.64 R10, c[0x0][0x220] ;",
+        "IMAD.WIDE R10, R9, 0x4, R10 ;",
+        "IADD3 R12, R12, 0x80, RZ ;",
+        "ISETP.GE.AND P1, PT, R12, R0, PT ;",
+        "poll: LDG.E.STRONG.SYS R2, desc[UR4][R10.64] ;",
+        "ISETP.NE.AND P2, PT, R2, 0x1, PT ;",
+        "@P2 BRA @poll ;",
+        "@!P1 BRA @head ;",
+    ];
+    let mut lines: Vec<String> = [
+        "S2R R14, SR_TID.X ;",
+        "LDC R0, c[0x0][0x218] ;",
+        "ISETP.GE.AND P0, PT, R14, R0, PT ;",
+        "@P0 BRA @after ;",
+        "MOV R12, R14 ;",
+    ]
+    .map(str::to_owned)
+    .into();
+    for line in turn {
+        lines.extend(edit(line).unwrap_or_else(|| vec![line.to_owned()]));
+    }
+    lines.extend(
+        [
+            "after: MEMBAR.SC.GPU ;",
+            "CCTL.IVALL ;",
+            "LDC.64 R40, c[0x0][0x228] ;",
+            "LDG.E R5, desc[UR4][R40.64] ;",
+            "STG.E desc[UR4][R40.64+0x4], R5 ;",
+            "EXIT ;",
+        ]
+        .map(str::to_owned),
+    );
+    let label = |name: &str| {
+        let at = lines.iter().position(|l| l.starts_with(&format!("{name}: "))).unwrap();
+        format!("{:#x}", at * 16)
+    };
+    let (head, poll, after) = (label("head"), label("poll"), label("after"));
+    let mut body = String::new();
+    for (index, line) in lines.iter().enumerate() {
+        let line = line.split_once(": ").map_or(line.as_str(), |(_, rest)| rest);
+        let line = line.replace("@head", &head).replace("@poll", &poll).replace("@after", &after);
+        writeln!(body, "        /*{:04x}*/                   {line}", index * 16).unwrap();
+    }
+    writeln!(
+        body,
+        "        /*{:04x}*/                   BRA {:#x};",
+        lines.len() * 16,
+        lines.len() * 16
+    )
+    .unwrap();
+    body
+}
+
+/// The list's next entry is read after each wait's exit and before the fence: a read whose
+/// value only finds the next flag to poll is not the data the waits publish. It is data again
+/// when its value is also tested or decides whether an instruction runs, when its address comes from a spill slot (which may hold
+/// what an earlier turn read), or from what the turn before read (a list walked through its
+/// nodes: the entry's address is made from the entry after the wait).
+#[test]
+fn reads_that_only_find_the_next_flag_are_not_data() {
+    let keep = |_: &str| None;
+    assert_eq!(sass_spin_polls(&dependency_list(keep)), 0);
+    let tested = |line: &str| {
+        line.starts_with("read:")
+            .then(|| vec![line.to_owned(), "ISETP.NE.AND P3, PT, R9, RZ, PT ;".to_owned()])
+    };
+    assert_eq!(sass_spin_polls(&dependency_list(tested)), 1);
+    // A bit of the entry decides whether an instruction runs.
+    let guarding = |line: &str| {
+        line.starts_with("read:").then(|| {
+            vec![
+                line.to_owned(),
+                "LOP3.LUT P3, RZ, R9, 0x1, RZ, 0xc0, !PT ;".to_owned(),
+                "@P3 MOV R20, 0x1 ;".to_owned(),
+            ]
+        })
+    };
+    assert_eq!(sass_spin_polls(&dependency_list(guarding)), 1);
+    let spilled = |line: &str| {
+        line.starts_with("head:").then(|| vec!["head: LDL.64 R6, [R1+0x10] ;".to_owned()])
+    };
+    assert_eq!(sass_spin_polls(&dependency_list(spilled)), 1);
+    // `R6` is made from the entry read in the turn before, after its wait.
+    let chased = |line: &str| match line {
+        "head: LDC.64 R6, c[0x0][0x210] ;" => Some(vec!["head: NOP ;".to_owned()]),
+        "IMAD.WIDE R6, R12, 0x4, R6 ;" => Some(vec!["NOP ;".to_owned()]),
+        "@!P1 BRA @head ;" => {
+            Some(vec!["IMAD.WIDE R6, R9, 0x4, R16 ;".to_owned(), line.to_owned()])
+        }
+        _ => None,
+    };
+    assert_eq!(sass_spin_polls(&dependency_list(chased)), 1);
+}

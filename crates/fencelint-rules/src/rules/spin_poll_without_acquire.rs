@@ -1821,6 +1821,10 @@ struct Walks {
     /// has no such atomic (a `.CAST.SPIN`, which every emulation has, for shared memory at
     /// least), so no read is tested.
     emulated: Vec<std::cell::Cell<u8>>,
+    /// For each instruction, whether it is a read that only finds the flag of a later wait
+    /// ([`locates_next_poll`]), found when first asked (as `emulated`); made at the first
+    /// question.
+    locating: OnceCell<Vec<std::cell::Cell<u8>>>,
     reads: BTreeMap<(fencelint_cfg::BlockId, Scope), Vec<InstId>>,
 }
 
@@ -1841,8 +1845,28 @@ impl Walks {
         }
         let emulated =
             if emulation { vec![std::cell::Cell::new(0); func.insts.len()] } else { Vec::new() };
-        Self { shared: !acquire_access, emulated, reads: BTreeMap::new() }
+        Self {
+            shared: !acquire_access,
+            emulated,
+            locating: OnceCell::new(),
+            reads: BTreeMap::new(),
+        }
     }
+}
+
+/// Whether the published read `id` only finds the flag of a later wait ([`locates_next_poll`]);
+/// `locating` keeps the answers.
+fn locates_next_poll_cached(
+    analysis: &FunctionAnalysis<'_>,
+    locating: &OnceCell<Vec<std::cell::Cell<u8>>>,
+    id: InstId,
+) -> bool {
+    let known = locating.get_or_init(|| vec![std::cell::Cell::new(0); analysis.func.insts.len()]);
+    let Some(known) = known.get(id.0 as usize) else { return false };
+    if known.get() == 0 {
+        known.set(1 + u8::from(locates_next_poll(analysis, id)));
+    }
+    known.get() == 2
 }
 
 /// Whether `id` is the read half of an atomic that ptxas emulates ([`emulated_atomic_read`]),
@@ -1878,6 +1902,134 @@ struct After {
     strong_first: Vec<InstId>,
 }
 
+/// How many instructions [`locates_next_poll`] follows values through, each way.
+const LOCATOR_SEARCH_LIMIT: usize = 48;
+
+/// Whether the published read `read` only finds the flag of a later wait: a thread that waits
+/// for a list of producers one after the other (`for (i = tid; i < n; i += step) { k =
+/// flag_of[deps[i]]; while (ld_volatile(&flags[k]) != 1) {} }`, cuDSS's `bwd_solve_only_ker`)
+/// reads the list's next entries after each wait, before the one fence after the list. Such a
+/// read is in a loop; its value goes, through arithmetic and further such reads, into nothing
+/// but the addresses of relaxed or volatile reads in loops nested in that loop, not holding it
+/// (the next wait's poll; uses past that loop are not followed); and its address is made in the
+/// turn from values no read of an earlier turn gave ([`address_made_in_turn`]): the list's
+/// counter, the kernel's parameters, constant memory, an index read earlier in the same turn.
+/// A list walked through its nodes (`node = node->next` after waiting on `node->ready`) reads
+/// what the producer of the node published, and its next pointer's address comes from the read
+/// of the turn before: that read stays a finding. A search that gives up answers no.
+fn locates_next_poll(analysis: &FunctionAnalysis<'_>, read: InstId) -> bool {
+    let func = analysis.func;
+    let Some(outer) = analysis.innermost_loop(read) else { return false };
+    let mut budget = LOCATOR_SEARCH_LIMIT;
+    // The reads whose values go into the next poll's address: `read` and the index reads it
+    // leads to (`flag_of[deps[i]]` reads twice).
+    let mut reads = vec![read];
+    let mut values: Vec<(InstId, Reg)> = func.inst(read).defs.iter().map(|&r| (read, r)).collect();
+    let mut seen = vec![read];
+    let mut polled = false;
+    while let Some((def, reg)) = values.pop() {
+        for &at in analysis.use_sites(reg) {
+            // Uses past the loop are not followed: where the registers of a large kernel are
+            // reused under guards, the definitions that reach a read far from the loop are
+            // mostly ways that never run.
+            if seen.contains(&at)
+                || !outer.contains_inst(analysis, at)
+                || !defs_under_guard(analysis, at, reg).contains(&def)
+            {
+                continue;
+            }
+            if budget == 0 {
+                return false;
+            }
+            budget -= 1;
+            seen.push(at);
+            let inst = func.inst(at);
+            // A value that decides whether an instruction runs is tested, not an address.
+            if inst.guard.is_some_and(|guard| guard.reg == reg) {
+                return false;
+            }
+            match &inst.kind {
+                // A load reads its registers only to make its address.
+                InstKind::Load(_) if reads_strongly(inst) => {
+                    let wait = analysis.innermost_loop(at).is_some_and(|lp| {
+                        !lp.contains_inst(analysis, read) && outer.contains(lp.header)
+                    });
+                    if !wait {
+                        return false;
+                    }
+                    polled = true;
+                }
+                InstKind::Load(_) if reads_published(inst) => {
+                    reads.push(at);
+                    values.extend(inst.defs.iter().map(|&r| (at, r)));
+                }
+                // Arithmetic (SASS keeps most of it as `Other`: `IADD`, `SHF`, `SEL`).
+                InstKind::Move | InstKind::Other if !inst.defs.is_empty() => {
+                    values.extend(inst.defs.iter().map(|&r| (at, r)));
+                }
+                _ => return false,
+            }
+        }
+    }
+    polled && reads.iter().all(|&id| address_made_in_turn(analysis, outer, id, &mut budget))
+}
+
+/// Whether the address of `read`, in the loop `outer`, is made from values set before the loop,
+/// values the loop computes without reading memory (a counter stepped each turn: arithmetic,
+/// comparisons, and the instructions the front end keeps as `Other`, none of which reads
+/// memory), constant memory, and reads made before `read` in the same turn whose addresses are
+/// such values in turn: nothing that a read of an earlier turn gave. A definition that does not come before its
+/// use on every way through the turn (one met round the back edge, or on one way of a branch)
+/// is taken to come from an earlier turn. Spends `budget` on each definition looked at.
+fn address_made_in_turn(
+    analysis: &FunctionAnalysis<'_>,
+    outer: &Loop,
+    read: InstId,
+    budget: &mut usize,
+) -> bool {
+    let func = analysis.func;
+    // Each register read at an instruction, and whether its value came round the back edge.
+    let mut work: Vec<(InstId, Reg, bool)> =
+        address_regs(func.inst(read)).map(|r| (read, r, false)).collect();
+    let mut seen: Vec<(InstId, bool)> = Vec::new();
+    while let Some((at, reg, earlier_turn)) = work.pop() {
+        for def in defs_under_guard(analysis, at, reg) {
+            if !outer.contains_inst(analysis, def) {
+                continue;
+            }
+            let earlier_turn = earlier_turn || def == at || !analysis.dominates(def, at);
+            if seen.contains(&(def, earlier_turn)) {
+                continue;
+            }
+            if *budget == 0 {
+                return false;
+            }
+            *budget -= 1;
+            seen.push((def, earlier_turn));
+            let inst = func.inst(def);
+            match &inst.kind {
+                // A guard only says whether the definition runs; where it does not, the
+                // register's other definitions reach and are looked at in their turn.
+                InstKind::Move | InstKind::Other | InstKind::Compare => {
+                    let guard = inst.guard.map(|guard| guard.reg);
+                    let operands = inst.uses.iter().filter(|&&r| Some(r) != guard);
+                    work.extend(operands.map(|&r| (def, r, earlier_turn)));
+                }
+                // Constant memory, parameters, read-only data. Not local memory: a spill slot
+                // may hold a pointer read in an earlier turn.
+                InstKind::Load(mem) if !mem.others_may_write() && mem.space != Space::Local => {}
+                InstKind::Load(_)
+                    if !earlier_turn && inst.guard.is_none() && reads_published(inst) =>
+                {
+                    work.extend(address_regs(inst).map(|r| (def, r, false)));
+                }
+                _ => return false,
+            }
+        }
+    }
+    true
+}
+
 /// The reads reachable after the loop exit with no acquire on the way. Reads of both kinds are
 /// targets of one walk, never blockers, so the published reads are those a walk for them alone
 /// finds. The walk stops collecting relaxed and volatile reads at the first published read it
@@ -1906,7 +2058,14 @@ fn unordered_reads(
             flag.as_ref().is_some_and(|flag| analysis.inst_address_within(id, flag, flag_bytes));
         !same_flag && may_carry_published(poll, func.inst(id))
     };
-    let emulated = &walks.emulated;
+    let (emulated, locating) = (&walks.emulated, &walks.locating);
+    // A published read the rule names: not the read half of an emulated atomic, not a read that
+    // only finds the next flag to wait on.
+    let published = |id: InstId| {
+        reads_published(func.inst(id))
+            && !emulated_read_cached(analysis, emulated, id)
+            && !locates_next_poll_cached(analysis, locating, id)
+    };
     let walk = || {
         let is_blocker = |id: InstId| is_acquire(analysis, id, poll.load, poll.required);
         // Relaxed and volatile reads are collected until the walk meets a published read (the
@@ -1916,12 +2075,11 @@ fn unordered_reads(
         analysis.reachable_avoiding_memory(
             Point::BlockStart(poll.exit_to),
             |id| {
-                let inst = func.inst(id);
-                if reads_published(inst) && !emulated_read_cached(analysis, emulated, id) {
+                if published(id) {
                     published_met.set(true);
                     true
                 } else {
-                    !published_met.get() && reads_strongly(inst)
+                    !published_met.get() && reads_strongly(func.inst(id))
                 }
             },
             is_blocker,
@@ -1930,7 +2088,7 @@ fn unordered_reads(
     let sort = |found: &[InstId]| {
         let mut after = After::default();
         for &id in found {
-            if reads_published(func.inst(id)) && !emulated_read_cached(analysis, emulated, id) {
+            if published(id) {
                 if is_target(id) {
                     after.reads.push(id);
                 }
@@ -2215,6 +2373,7 @@ mod tests {
                     let mut alone = Walks {
                         shared: false,
                         emulated: shared.emulated.clone(),
+                        locating: OnceCell::new(),
                         reads: BTreeMap::new(),
                     };
                     let own = unordered_reads(&analysis, lp, &poll, &mut alone);
