@@ -1821,10 +1821,8 @@ struct Walks {
     /// has no such atomic (a `.CAST.SPIN`, which every emulation has, for shared memory at
     /// least), so no read is tested.
     emulated: Vec<std::cell::Cell<u8>>,
-    /// For each instruction, whether it is a read that only finds the flag of a later wait
-    /// ([`locates_next_poll`]), found when first asked (as `emulated`); made at the first
-    /// question.
-    locating: OnceCell<Vec<std::cell::Cell<u8>>>,
+    /// Which reads only find the flag of a later wait ([`locates_next_poll`]).
+    locating: Locating,
     reads: BTreeMap<(fencelint_cfg::BlockId, Scope), Vec<InstId>>,
 }
 
@@ -1848,23 +1846,55 @@ impl Walks {
         Self {
             shared: !acquire_access,
             emulated,
-            locating: OnceCell::new(),
+            locating: Locating::default(),
             reads: BTreeMap::new(),
         }
     }
 }
 
-/// Whether the published read `id` only finds the flag of a later wait ([`locates_next_poll`]);
-/// `locating` keeps the answers.
+/// The answers of [`locates_next_poll`], found when first asked, made at the first question.
+#[derive(Default)]
+struct Locating {
+    /// For each instruction, 0 (not asked), 1 (no) or 2 (yes).
+    answers: OnceCell<Vec<std::cell::Cell<u8>>>,
+    /// For each loop (by id), the loops nested in it that hold a relaxed or volatile read.
+    waits_in: RefCell<HashMap<u32, Vec<u32>>>,
+}
+
+/// Whether the published read `id` only finds the flag of a later wait ([`locates_next_poll`]).
+/// A read in no loop, or in one that holds no loop with a relaxed or volatile read outside the
+/// read's own, does not: most reads end there, without a search.
 fn locates_next_poll_cached(
     analysis: &FunctionAnalysis<'_>,
-    locating: &OnceCell<Vec<std::cell::Cell<u8>>>,
+    locating: &Locating,
     id: InstId,
 ) -> bool {
-    let known = locating.get_or_init(|| vec![std::cell::Cell::new(0); analysis.func.insts.len()]);
-    let Some(known) = known.get(id.0 as usize) else { return false };
+    let answers =
+        locating.answers.get_or_init(|| vec![std::cell::Cell::new(0); analysis.func.insts.len()]);
+    let Some(known) = answers.get(id.0 as usize) else { return false };
     if known.get() == 0 {
-        known.set(1 + u8::from(locates_next_poll(analysis, id)));
+        let Some(outer) = analysis.innermost_loop(id) else {
+            known.set(1);
+            return false;
+        };
+        let mut waits_in = locating.waits_in.borrow_mut();
+        let waits = waits_in.entry(outer.id).or_insert_with(|| {
+            let func = analysis.func;
+            let loops = analysis.loops();
+            loops
+                .iter()
+                .filter(|lp| {
+                    lp.id != outer.id
+                        && outer.contains(lp.header)
+                        && lp.memory_insts(analysis).any(|m| reads_strongly(func.inst(m)))
+                })
+                .map(|lp| lp.id)
+                .collect()
+        });
+        let loops = analysis.loops();
+        let waits = waits.iter().any(|&lp| !loops[lp as usize].contains_inst(analysis, id));
+        drop(waits_in);
+        known.set(1 + u8::from(waits && locates_next_poll(analysis, id)));
     }
     known.get() == 2
 }
@@ -1902,7 +1932,8 @@ struct After {
     strong_first: Vec<InstId>,
 }
 
-/// How many instructions [`locates_next_poll`] follows values through, each way.
+/// How many uses and definitions [`locates_next_poll`] looks at, both ways together (cuDSS's
+/// two index reads of a list take about twenty at `sm_100`).
 const LOCATOR_SEARCH_LIMIT: usize = 48;
 
 /// Whether the published read `read` only finds the flag of a later wait: a thread that waits
@@ -1928,15 +1959,13 @@ fn locates_next_poll(analysis: &FunctionAnalysis<'_>, read: InstId) -> bool {
     let mut seen = vec![read];
     let mut polled = false;
     while let Some((def, reg)) = values.pop() {
-        for &at in analysis.use_sites(reg) {
-            // Uses past the loop are not followed: where the registers of a large kernel are
-            // reused under guards, the definitions that reach a read far from the loop are
-            // mostly ways that never run.
-            if seen.contains(&at)
-                || !outer.contains_inst(analysis, at)
-                || !defs_under_guard(analysis, at, reg).contains(&def)
-            {
-                continue;
+        if budget == 0 {
+            return false;
+        }
+        // Whether the use `at` keeps the value an address; more values to follow go to `values`.
+        let mut address_only = |at: InstId| {
+            if seen.contains(&at) {
+                return true;
             }
             if budget == 0 {
                 return false;
@@ -1954,24 +1983,107 @@ fn locates_next_poll(analysis: &FunctionAnalysis<'_>, read: InstId) -> bool {
                     let wait = analysis.innermost_loop(at).is_some_and(|lp| {
                         !lp.contains_inst(analysis, read) && outer.contains(lp.header)
                     });
-                    if !wait {
-                        return false;
-                    }
-                    polled = true;
+                    polled |= wait;
+                    wait
                 }
                 InstKind::Load(_) if reads_published(inst) => {
                     reads.push(at);
                     values.extend(inst.defs.iter().map(|&r| (at, r)));
+                    true
                 }
                 // Arithmetic (SASS keeps most of it as `Other`: `IADD`, `SHF`, `SEL`).
                 InstKind::Move | InstKind::Other if !inst.defs.is_empty() => {
                     values.extend(inst.defs.iter().map(|&r| (at, r)));
+                    true
                 }
-                _ => return false,
+                _ => false,
             }
+        };
+        // Uses past the loop are not followed: where the registers of a large kernel are reused
+        // under guards, the definitions that reach a read far from the loop are mostly ways that
+        // never run.
+        if !uses_in_loop(analysis, def, reg, outer, &mut address_only) {
+            return false;
         }
     }
     polled && reads.iter().all(|&id| address_made_in_turn(analysis, outer, id, &mut budget))
+}
+
+/// How many instructions [`uses_in_loop`] passes before it gives up.
+const LOOP_USE_WALK_LIMIT: usize = 64;
+
+/// Calls `visit` with each instruction of `lp` that reads `reg` while it still holds what `def`
+/// wrote, found by a walk from `def` through the loop's blocks, round its back edges to the top
+/// of `def`'s block too, that stops at each unguarded definition of `reg` (a use under the guard
+/// of a definition just before it reads that one, [`defs_under_guard`]). Only the instructions
+/// that read or write `reg` are looked at. True when every use was visited and `visit` answered
+/// true for each; false when `visit` answered false (the walk stops there) or the walk passed
+/// more than [`LOOP_USE_WALK_LIMIT`] instructions.
+fn uses_in_loop(
+    analysis: &FunctionAnalysis<'_>,
+    def: InstId,
+    reg: Reg,
+    lp: &Loop,
+    visit: &mut impl FnMut(InstId) -> bool,
+) -> bool {
+    let func = analysis.func;
+    let cfg = &analysis.cfg;
+    let (uses, defs) = (analysis.use_sites(reg), analysis.def_sites(reg));
+    let home = cfg.block_of(def);
+    // Few blocks fit in the walk's limit: a list is quicker than a set.
+    let mut seen = vec![home];
+    let mut home_again = false;
+    let mut queue = VecDeque::from([(home, def.0 + 1, cfg.block(home).insts.end)]);
+    let mut steps = 0;
+    while let Some((block, start, end)) = queue.pop_front() {
+        let (uses, defs) = (sites_within(uses, start, end), sites_within(defs, start, end));
+        let (mut u, mut d) = (0, 0);
+        let mut killed_at = None;
+        while let Some(at) = match (uses.get(u), defs.get(d)) {
+            (Some(&a), Some(&b)) => Some(a.min(b)),
+            (a, b) => a.or(b).copied(),
+        } {
+            let is_use = uses.get(u) == Some(&at);
+            let is_def = defs.get(d) == Some(&at);
+            while uses.get(u) == Some(&at) {
+                u += 1;
+            }
+            while defs.get(d) == Some(&at) {
+                d += 1;
+            }
+            if is_use && defs_under_guard(analysis, at, reg).contains(&def) && !visit(at) {
+                return false;
+            }
+            if is_def && func.inst(at).guard.is_none() {
+                killed_at = Some(at.0);
+                break;
+            }
+        }
+        steps += (killed_at.map_or(end, |at| at + 1) - start) as usize;
+        if steps > LOOP_USE_WALK_LIMIT {
+            return false;
+        }
+        if killed_at.is_some() {
+            continue;
+        }
+        for succ in cfg.successors(block) {
+            if !lp.contains(succ) {
+                continue;
+            }
+            if succ == home {
+                // The top of the definition's block, up to and including the definition.
+                if !home_again {
+                    home_again = true;
+                    queue.push_back((home, cfg.block(home).insts.start, def.0 + 1));
+                }
+            } else if !seen.contains(&succ) {
+                seen.push(succ);
+                let insts = &cfg.block(succ).insts;
+                queue.push_back((succ, insts.start, insts.end));
+            }
+        }
+    }
+    true
 }
 
 /// Whether the address of `read`, in the loop `outer`, is made from values set before the loop,
@@ -2373,7 +2485,7 @@ mod tests {
                     let mut alone = Walks {
                         shared: false,
                         emulated: shared.emulated.clone(),
-                        locating: OnceCell::new(),
+                        locating: Locating::default(),
                         reads: BTreeMap::new(),
                     };
                     let own = unordered_reads(&analysis, lp, &poll, &mut alone);
