@@ -1390,26 +1390,13 @@ fn visit_uses_within(
         };
         let end = range.end.max(start);
         let (uses, defs) = (sites_within(uses, start, end), sites_within(defs, start, end));
-        let (mut u, mut d) = (0, 0);
         let mut killed = false;
-        // The next instruction that reads or writes `reg`.
-        while let Some(at) = match (uses.get(u), defs.get(d)) {
-            (Some(&a), Some(&b)) => Some(a.min(b)),
-            (a, b) => a.or(b).copied(),
-        } {
+        // Each instruction that reads or writes `reg`, in order.
+        for (at, is_use, is_def) in Sites::new(uses, defs) {
             // The steps up to and including `at`.
             let upto = steps + (at.0 - start) as usize + 1;
             if upto > limit {
                 return false;
-            }
-            let is_use = uses.get(u) == Some(&at);
-            let is_def = defs.get(d) == Some(&at);
-            // An instruction that names `reg` twice is there twice.
-            while uses.get(u) == Some(&at) {
-                u += 1;
-            }
-            while defs.get(d) == Some(&at) {
-                d += 1;
             }
             if is_use && analysis.reaching_defs(at, reg).defs.contains(&def) && found(at) {
                 return true;
@@ -1435,6 +1422,37 @@ fn visit_uses_within(
         }
     }
     false
+}
+
+/// The instructions of two sorted site lists of one register (its uses, its definitions) in
+/// order, each once: whether it reads the register and whether it writes it (an instruction
+/// that names the register twice is in a list twice).
+struct Sites<'s> {
+    uses: &'s [InstId],
+    defs: &'s [InstId],
+}
+
+impl<'s> Sites<'s> {
+    fn new(uses: &'s [InstId], defs: &'s [InstId]) -> Self {
+        Self { uses, defs }
+    }
+}
+
+impl Iterator for Sites<'_> {
+    type Item = (InstId, bool, bool);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let at = match (self.uses.first(), self.defs.first()) {
+            (Some(&a), Some(&b)) => a.min(b),
+            (a, b) => *a.or(b)?,
+        };
+        let is_use = self.uses.first() == Some(&at);
+        let is_def = self.defs.first() == Some(&at);
+        let past = |sites: &[InstId]| sites.iter().take_while(|&&id| id == at).count();
+        self.uses = &self.uses[past(self.uses)..];
+        self.defs = &self.defs[past(self.defs)..];
+        Some((at, is_use, is_def))
+    }
 }
 
 /// The part of `sites` (sorted) from instruction `start` to before `end`.
@@ -2037,20 +2055,8 @@ fn uses_in_loop(
     let mut steps = 0;
     while let Some((block, start, end)) = queue.pop_front() {
         let (uses, defs) = (sites_within(uses, start, end), sites_within(defs, start, end));
-        let (mut u, mut d) = (0, 0);
         let mut killed_at = None;
-        while let Some(at) = match (uses.get(u), defs.get(d)) {
-            (Some(&a), Some(&b)) => Some(a.min(b)),
-            (a, b) => a.or(b).copied(),
-        } {
-            let is_use = uses.get(u) == Some(&at);
-            let is_def = defs.get(d) == Some(&at);
-            while uses.get(u) == Some(&at) {
-                u += 1;
-            }
-            while defs.get(d) == Some(&at) {
-                d += 1;
-            }
+        for (at, is_use, is_def) in Sites::new(uses, defs) {
             if is_use && defs_under_guard(analysis, at, reg).contains(&def) && !visit(at) {
                 return false;
             }
