@@ -2096,9 +2096,10 @@ fn uses_in_loop(
 /// values the loop computes without reading memory (a counter stepped each turn: arithmetic,
 /// comparisons, and the instructions the front end keeps as `Other`, none of which reads
 /// memory), constant memory, and reads made before `read` in the same turn whose addresses are
-/// such values in turn: nothing that a read of an earlier turn gave. A definition that does not come before its
-/// use on every way through the turn (one met round the back edge, or on one way of a branch)
-/// is taken to come from an earlier turn. Spends `budget` on each definition looked at.
+/// such values in turn: nothing that a read of an earlier turn gave. A definition that does not
+/// come before its use on every way through the turn (one met round the back edge, or on one
+/// way of a branch) is taken to come from an earlier turn. Spends `budget` on each definition
+/// looked at.
 fn address_made_in_turn(
     analysis: &FunctionAnalysis<'_>,
     outer: &Loop,
