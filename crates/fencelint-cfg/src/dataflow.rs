@@ -285,9 +285,7 @@ impl FunctionAnalysis<'_> {
     /// Whether `reg` is a predicate register (`P0`, `UP1`, `%p3`).
     pub fn is_predicate(&self, reg: Reg) -> bool {
         let name = self.func.reg_name(reg);
-        let digits = name.strip_prefix("UP").or_else(|| name.strip_prefix('P'));
-        digits.is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
-            || name.starts_with("%p")
+        is_predicate_name(name) || name.starts_with("%p")
     }
 
     /// The conditional branches that end a block of `lp` on a path of one iteration from `from`

@@ -105,8 +105,9 @@ impl FunctionAnalysis<'_> {
 
     /// The number of a comparison into a predicate or a bitwise `and` that carries no
     /// [`fencelint_ir::Inst::pure_key`] (SASS `ISETP`, `LOP3.LUT Rd, Ra, 0x3, RZ, 0xc0, !PT`: no
-    /// SASS instruction has one), from what its [`ValueOp`] says it computes: the same operation on the same values (for a
-    /// comparison, joined the same way to the same predicate) is one value. ptxas makes a test
+    /// SASS instruction has one), from what its [`ValueOp`] says it computes: the same operation
+    /// on the same values (for a comparison, joined the same way to the same predicate) is one
+    /// value. ptxas makes a test
     /// again where it did not keep the predicate or the masked value: cuDSS's `fct_kernel` tests
     /// `ISETP.LT.U32.AND P0, PT, R95, R90, !P0` before the poll and again before the fence, and
     /// masks the panel counter (`R116 & 3`) once into `R78` and again into `R36`. The lowering
@@ -131,11 +132,11 @@ impl FunctionAnalysis<'_> {
                     // A predicate destination holds whether the `and` is non-zero: another
                     // value.
                     ValueOp::AndImm(src, mask) => {
-                        let kind = if is_predicate(self.func.reg_name(reg)) { 6 } else { 5 };
+                        let kind = if self.is_predicate(reg) { 6 } else { 5 };
                         (kind, NO_COMPARE, mask, (false, false), [Some(src), None, None])
                     }
                     ValueOp::And(a, b) => {
-                        let kind = if is_predicate(self.func.reg_name(reg)) { 8 } else { 7 };
+                        let kind = if self.is_predicate(reg) { 8 } else { 7 };
                         (kind, NO_COMPARE, 0, (false, false), [Some(a), Some(b), None])
                     }
                     _ => return None,
@@ -210,12 +211,6 @@ impl FunctionAnalysis<'_> {
 
 /// The relation hashed for a [`ValueOp`] that compares nothing.
 const NO_COMPARE: IntCompare = IntCompare { relation: Relation::Eq, signed: false, bits: 0 };
-
-/// Whether a SASS register is a predicate (`P0`, `UP1`).
-fn is_predicate(name: &str) -> bool {
-    let digits = name.strip_prefix("UP").or_else(|| name.strip_prefix('P'));
-    digits.is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
-}
 
 /// PTX special registers that keep their value while a thread runs, and the SASS constant-bank
 /// slots that comparisons read (`c[0x0][0x180]`: kernel code cannot write constant banks).
