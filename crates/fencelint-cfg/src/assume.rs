@@ -16,6 +16,11 @@
 //! one on a way that a branch on that value does not take) are left out, and the rest must be
 //! constants. The assumptions tried are the values that stopped the evaluation without one.
 //!
+//! The assumed value read itself is its assumed truth, and a part that decides alone decides
+//! whatever the others hold: ptxas also joins the flag's test to need (`ISETP.EQ.U32.AND P4,
+//! PT, R108, RZ, !P3`, false without need whatever the default), or joins the tests in a
+//! `PLOP3.LUT` table with need as one input.
+//!
 //! Only definitions that reach the read by ways forward in text order count (none that comes
 //! around a loop), so every value involved belongs to the same pass through this code; the
 //! walks that use the answer forget it when they go back in text order ([`crate::Outcomes`]).
@@ -98,6 +103,13 @@ impl Search<'_, '_> {
         if depth > MAX_DEPTH {
             return None;
         }
+        // The assumed value itself, read as a predicate (`!P0` joined to a comparison).
+        if let Some((assumed, truth)) = self.assume
+            && self.analysis.is_predicate(reg)
+            && self.analysis.value_number(at, reg) == assumed
+        {
+            return Some(i64::from(truth));
+        }
         let mut value = None;
         for def in self.defs(at, reg)? {
             let v = self.def_value(def, reg, depth + 1)?;
@@ -118,16 +130,23 @@ impl Search<'_, '_> {
         }
         let truth = |v: i64| v != 0;
         if let Some(((compare, a, b), joined)) = inst.value.as_ref().and_then(ValueOp::comparison) {
-            let a = self.value(def, a, depth)?;
-            let b = match b {
-                Ok(b) => self.value(def, b, depth)?,
-                Err(bound) => bound,
+            let mut compared = || {
+                let a = self.value(def, a, depth)?;
+                let b = match b {
+                    Ok(b) => self.value(def, b, depth)?,
+                    Err(bound) => bound,
+                };
+                Some(compare.holds(a, b))
             };
-            let first = compare.holds(a, b);
-            return match joined {
-                None => Some(i64::from(first)),
-                Some(joined) => self.joined(def, first, joined, depth),
+            let first = compared();
+            let Some(JoinedTo { other, negated, or }) = joined else {
+                return first.map(i64::from);
             };
+            // The predicate joined to the comparison may decide alone: ptxas joins the test of a
+            // value read only under a predicate to that predicate (`ISETP.EQ.AND P4, PT, R196,
+            // RZ, !P0` after `@!P0 LDG.E R196`), and the comparison is then unknown.
+            let second = self.value(def, other, depth).map(|v| (v != 0) != negated);
+            return either(or, first, second).map(i64::from);
         }
         Some(match *inst.value.as_ref()? {
             ValueOp::Imm(value) => value,
@@ -153,33 +172,32 @@ impl Search<'_, '_> {
                 }
             }
             ValueOp::PredTable { inputs, table } => {
-                // Inputs the table ignores are not evaluated (a constant folded in).
-                let mut row = 0;
+                // The rows the known inputs allow; inputs the table ignores are not evaluated
+                // (a constant folded in).
+                let mut rows: u8 = 0xff;
                 for (place, src) in inputs.into_iter().enumerate() {
                     let bit = 1 << (2 - place);
                     let matters = (0..8).any(|r| (table >> r ^ table >> (r ^ bit)) & 1 != 0);
-                    let value = matters && truth(self.value(def, src, depth)?);
-                    row |= usize::from(value) * bit;
+                    if !matters {
+                        continue;
+                    }
+                    // Rows whose bit `bit` is set.
+                    let set = (0..8).filter(|r| r & bit != 0).fold(0u8, |m, r| m | 1 << r);
+                    match self.value(def, src, depth).map(truth) {
+                        Some(true) => rows &= set,
+                        Some(false) => rows &= !set,
+                        None => {}
+                    }
                 }
-                i64::from(table >> row & 1)
+                // Decided when every allowed row gives one result.
+                match (table & rows, !table & rows) {
+                    (0, _) => 0,
+                    (_, 0) => 1,
+                    _ => return None,
+                }
             }
             _ => return None,
         })
-    }
-
-    /// `first || other` (`first && other` when `or` is false), with `other` read at `def`,
-    /// inverted when `negated`: a comparison joined to another predicate.
-    fn joined(
-        &mut self,
-        def: InstId,
-        first: bool,
-        JoinedTo { other, negated, or }: JoinedTo,
-        depth: usize,
-    ) -> Option<i64> {
-        if first == or {
-            return Some(i64::from(first));
-        }
-        Some(i64::from((self.value(def, other, depth)? != 0) != negated))
     }
 
     /// The definitions of `reg` that can reach `at` under the assumption, by ways forward in
@@ -297,4 +315,13 @@ impl Search<'_, '_> {
         let (assumed, truth) = self.assume?;
         (self.analysis.value_number(at, reg) == assumed).then_some(truth)
     }
+}
+
+/// `first || second` (`first && second` when `or` is false) where either may be unknown: known
+/// when one part decides alone or both are known.
+fn either(or: bool, first: Option<bool>, second: Option<bool>) -> Option<bool> {
+    if first == Some(or) || second == Some(or) {
+        return Some(or);
+    }
+    first.zip(second).map(|_| !or)
 }

@@ -117,6 +117,12 @@ impl FunctionAnalysis<'_> {
     /// instructions.
     fn value_op_number(&self, def: InstId, reg: Reg, depth: usize) -> Option<ValueNumber> {
         let op = self.func.inst(def).value.as_ref()?;
+        // A table that gives one of its inputs unchanged is a copy: ptxas moves a uniform
+        // predicate into a vector one so (`PLOP3.LUT P0, PT, PT, PT, UP0, 0x80, 0x8`).
+        if let ValueOp::PredTable { inputs, table } = *op {
+            let place = [0xf0, 0xcc, 0xaa].iter().position(|&copy| copy == table)?;
+            return Some(self.value_number_at_depth(def, inputs[place], depth + 1));
+        }
         let (kind, compare, constant, joined, regs): (u8, IntCompare, i64, (bool, bool), [_; 3]) =
             if let Some(((compare, a, b), joined)) = op.comparison() {
                 // 0 with a constant, 1 of two registers; 2 and 3 the same joined.

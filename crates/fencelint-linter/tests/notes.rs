@@ -344,6 +344,100 @@ fn a_test_made_again_the_same_way_is_the_same_test() {
     }
 }
 
+/// The listing of [`tests_joined_to_the_need_choose_the_poll`]: `need` (`P0` is its inverse;
+/// the lines `need` write it), two flags read under it over defaults that are not constants, the
+/// lines `choose` that turn them into `P4`, a poll under `P4`, and the fence under `fence_guard`.
+fn first_look_under_need(need: &[&str], choose: &[&str], fence_guard: &str) -> String {
+    let mut lines: Vec<String> = [
+        "LDC.64 R40, c[0x0][0x210] ;",
+        "LDC.64 R38, c[0x0][0x218] ;",
+        "LDC R2, c[0x0][0x220] ;",
+        "LDC R3, c[0x0][0x224] ;",
+        "LDCU UR2, c[0x0][0x220] ;",
+        "LDCU UR3, c[0x0][0x224] ;",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    lines.extend(need.iter().map(|&line| line.to_owned()));
+    lines.extend(
+        [
+            "MOV R108, R2 ;",
+            "MOV R109, R2 ;",
+            "@!P0 LDG.E R108, desc[UR8][R40.64] ;",
+            "@!P0 LDG.E R109, desc[UR8][R38.64] ;",
+        ]
+        .map(str::to_owned),
+    );
+    lines.extend(choose.iter().map(|&line| line.to_owned()));
+    let at = |index: usize| format!("{:#x}", index * 16);
+    let poll = lines.len() + 1;
+    let after = poll + 5;
+    lines.push(format!("@!P4 BRA {} ;", at(after)));
+    lines.extend(
+        [
+            "LDG.E.STRONG.GPU R5, desc[UR8][R40.64] ;",
+            "LDG.E.STRONG.GPU R4, desc[UR8][R38.64] ;",
+            "ISETP.NE.U32.AND P1, PT, R5, 0x1, PT ;",
+            "ISETP.NE.U32.OR P1, PT, R4, 0x1, P1 ;",
+        ]
+        .map(str::to_owned),
+    );
+    lines.push(format!("@P1 BRA {} ;", at(poll)));
+    fenced_read(lines, fence_guard)
+}
+
+/// A first look at two flags under a test, with the tests of what it read joined to that test
+/// (`ISETP.EQ.U32.AND P4, PT, R108, RZ, !P0`) and to each other (`PLOP3.LUT`), choosing the
+/// poll, and the fence after the poll under the test alone, as ptxas lays out cuDSS 1.0's
+/// `fct_kernel` at `sm_100` (hand-written listing): the poll runs only with `need`, so the fence
+/// runs after it, though the flags' defaults are not constants. The same with the test joined by
+/// the table (`!P0 && (P4 || P5)`, one input deciding alone), and with the test in a uniform
+/// predicate copied into a vector one (`PLOP3.LUT P0, PT, PT, PT, UP0, 0x80, 0x8`) and the
+/// joins in uniform ones (`UPLOP3.LUT`). Without the join, or with the fence under another test,
+/// a path polls and skips the fence.
+#[test]
+fn tests_joined_to_the_need_choose_the_poll() {
+    let need = ["ISETP.NE.AND P2, PT, R3, RZ, PT ;", "ISETP.GE.U32.OR P0, PT, R2, R3, P2 ;"];
+    let joined = [
+        "ISETP.EQ.U32.AND P4, PT, R108, RZ, !P0 ;",
+        "ISETP.EQ.U32.AND P5, PT, R109, RZ, !P0 ;",
+        "PLOP3.LUT P4, PT, P5, P4, PT, 0xf8, 0x8f ;",
+    ];
+    assert_eq!(sass_spin_polls(&first_look_under_need(&need, &joined, "@P0")), 0);
+    assert_eq!(sass_spin_polls(&first_look_under_need(&need, &joined, "@P2")), 1);
+    let unjoined = [
+        "ISETP.EQ.U32.AND P4, PT, R108, RZ, PT ;",
+        "ISETP.EQ.U32.AND P5, PT, R109, RZ, PT ;",
+        "PLOP3.LUT P4, PT, P5, P4, PT, 0xf8, 0x8f ;",
+    ];
+    assert_eq!(sass_spin_polls(&first_look_under_need(&need, &unjoined, "@P0")), 1);
+    // `!P0 && (P4 || P5)`: with `P0`, false whatever the flags.
+    let table = [
+        "ISETP.EQ.U32.AND P4, PT, R108, RZ, PT ;",
+        "ISETP.EQ.U32.AND P5, PT, R109, RZ, PT ;",
+        "PLOP3.LUT P4, PT, P0, P4, P5, 0xe, 0x0 ;",
+    ];
+    assert_eq!(sass_spin_polls(&first_look_under_need(&need, &table, "@P0")), 0);
+    assert_eq!(sass_spin_polls(&first_look_under_need(&need, &table, "@P2")), 1);
+    let uniform_need = [
+        "UISETP.NE.AND UP2, UPT, UR3, URZ, UPT ;",
+        "UISETP.GE.U32.OR UP0, UPT, UR2, UR3, UP2 ;",
+        "PLOP3.LUT P0, PT, PT, PT, UP0, 0x80, 0x8 ;",
+        "PLOP3.LUT P2, PT, PT, PT, UP2, 0x80, 0x8 ;",
+    ];
+    let uniform_joined = [
+        "@!P0 R2UR UR8, R108 ;",
+        "@!P0 R2UR UR7, R109 ;",
+        "UISETP.EQ.U32.AND UP3, UPT, UR8, URZ, !UP0 ;",
+        "UISETP.EQ.U32.AND UP4, UPT, UR7, URZ, !UP0 ;",
+        "UPLOP3.LUT UP4, UPT, UP3, UP4, UPT, 0xf8, 0x8f ;",
+        "PLOP3.LUT P4, PT, PT, PT, UP4, 0x80, 0x8 ;",
+    ];
+    let uniform = |fence_guard| first_look_under_need(&uniform_need, &uniform_joined, fence_guard);
+    assert_eq!(sass_spin_polls(&uniform("@P0")), 0);
+    assert_eq!(sass_spin_polls(&uniform("@P2")), 1);
+}
+
 /// A hand-written listing of a list of flags waited for one after the other, in the shape of
 /// cuDSS's `bwd_solve_only_ker`: each turn reads `deps[i]`, polls `flags[deps[i]]`, and the one
 /// fence comes after the list. `edit` changes the turn's lines (`None` leaves them). Lines are
