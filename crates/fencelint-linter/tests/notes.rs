@@ -207,6 +207,17 @@ fn a_poll_under_a_test_meets_the_fence_under_the_same_test() {
     assert_eq!(sass_spin_polls(&listing("@!P2", true)), 1);
 }
 
+/// Appends a poll of two words to `lines`: the branch `skip` (`@!P4 BRA`) to just past it, the
+/// loop's `body`, and its back edge under `latch` (`@P1`), addressed as cuobjdump numbers lines.
+fn push_poll(lines: &mut Vec<String>, skip: &str, body: [&str; 4], latch: &str) {
+    let at = |index: usize| format!("{:#x}", index * 16);
+    let poll = lines.len() + 1;
+    let after = poll + body.len() + 1;
+    lines.push(format!("{skip} {} ;", at(after)));
+    lines.extend(body.map(str::to_owned));
+    lines.push(format!("{latch} BRA {} ;", at(poll)));
+}
+
 /// The listing of [`flags_read_under_a_test_skip_the_poll_the_fence_under_that_test_orders`]:
 /// the test `need` (writing `P3`), the flags' default `ready_default`, the ready test against
 /// `one`, then the lines `retest` after the loop, and the fence under `fence_guard`.
@@ -242,20 +253,13 @@ fn flags_under_need(
         ]
         .map(str::to_owned),
     );
-    let at = |index: usize| format!("{:#x}", index * 16);
-    let poll = lines.len() + 1;
-    let after = poll + 5;
-    lines.push(format!("@!P0 BRA P1, {} ;", at(after)));
-    lines.extend(
-        [
-            "LDG.E.STRONG.GPU R37, desc[UR8][R40.64] ;",
-            "LDG.E.STRONG.GPU R36, desc[UR8][R38.64] ;",
-            "LOP3.LUT R37, R37, 0x2, RZ, 0xc0, !PT ;",
-            "ISETP.NE.U32.OR P0, PT, R36, 0x1, P5 ;",
-        ]
-        .map(str::to_owned),
-    );
-    lines.push(format!("@P0 BRA {} ;", at(poll)));
+    let body = [
+        "LDG.E.STRONG.GPU R37, desc[UR8][R40.64] ;",
+        "LDG.E.STRONG.GPU R36, desc[UR8][R38.64] ;",
+        "LOP3.LUT R37, R37, 0x2, RZ, 0xc0, !PT ;",
+        "ISETP.NE.U32.OR P0, PT, R36, 0x1, P5 ;",
+    ];
+    push_poll(&mut lines, "@!P0 BRA P1,", body, "@P0");
     lines.extend(retest.iter().map(|&line| line.to_owned()));
     fenced_read(lines, fence_guard)
 }
@@ -347,7 +351,7 @@ fn a_test_made_again_the_same_way_is_the_same_test() {
 /// The listing of [`tests_joined_to_the_need_choose_the_poll`]: `need` (`P0` is its inverse;
 /// the lines `need` write it), two flags read under it over defaults that are not constants, the
 /// lines `choose` that turn them into `P4`, a poll under `P4`, and the fence under `fence_guard`.
-fn first_look_under_need(need: &[&str], choose: &[&str], fence_guard: &str) -> String {
+fn first_look_under_need(need: &[&str], choose: &[impl AsRef<str>], fence_guard: &str) -> String {
     let mut lines: Vec<String> = [
         "LDC.64 R40, c[0x0][0x210] ;",
         "LDC.64 R38, c[0x0][0x218] ;",
@@ -368,21 +372,14 @@ fn first_look_under_need(need: &[&str], choose: &[&str], fence_guard: &str) -> S
         ]
         .map(str::to_owned),
     );
-    lines.extend(choose.iter().map(|&line| line.to_owned()));
-    let at = |index: usize| format!("{:#x}", index * 16);
-    let poll = lines.len() + 1;
-    let after = poll + 5;
-    lines.push(format!("@!P4 BRA {} ;", at(after)));
-    lines.extend(
-        [
-            "LDG.E.STRONG.GPU R5, desc[UR8][R40.64] ;",
-            "LDG.E.STRONG.GPU R4, desc[UR8][R38.64] ;",
-            "ISETP.NE.U32.AND P1, PT, R5, 0x1, PT ;",
-            "ISETP.NE.U32.OR P1, PT, R4, 0x1, P1 ;",
-        ]
-        .map(str::to_owned),
-    );
-    lines.push(format!("@P1 BRA {} ;", at(poll)));
+    lines.extend(choose.iter().map(|line| line.as_ref().to_owned()));
+    let body = [
+        "LDG.E.STRONG.GPU R5, desc[UR8][R40.64] ;",
+        "LDG.E.STRONG.GPU R4, desc[UR8][R38.64] ;",
+        "ISETP.NE.U32.AND P1, PT, R5, 0x1, PT ;",
+        "ISETP.NE.U32.OR P1, PT, R4, 0x1, P1 ;",
+    ];
+    push_poll(&mut lines, "@!P4 BRA", body, "@P1");
     fenced_read(lines, fence_guard)
 }
 
@@ -398,25 +395,21 @@ fn first_look_under_need(need: &[&str], choose: &[&str], fence_guard: &str) -> S
 #[test]
 fn tests_joined_to_the_need_choose_the_poll() {
     let need = ["ISETP.NE.AND P2, PT, R3, RZ, PT ;", "ISETP.GE.U32.OR P0, PT, R2, R3, P2 ;"];
-    let joined = [
-        "ISETP.EQ.U32.AND P4, PT, R108, RZ, !P0 ;",
-        "ISETP.EQ.U32.AND P5, PT, R109, RZ, !P0 ;",
-        "PLOP3.LUT P4, PT, P5, P4, PT, 0xf8, 0x8f ;",
-    ];
+    // Each word's test, joined to `joined`, and the two joined by the table `table`.
+    let tests = |joined: &str, table: &str| {
+        [
+            format!("ISETP.EQ.U32.AND P4, PT, R108, RZ, {joined} ;"),
+            format!("ISETP.EQ.U32.AND P5, PT, R109, RZ, {joined} ;"),
+            format!("PLOP3.LUT P4, PT, {table} ;"),
+        ]
+    };
+    let joined = tests("!P0", "P5, P4, PT, 0xf8, 0x8f");
     assert_eq!(sass_spin_polls(&first_look_under_need(&need, &joined, "@P0")), 0);
     assert_eq!(sass_spin_polls(&first_look_under_need(&need, &joined, "@P2")), 1);
-    let unjoined = [
-        "ISETP.EQ.U32.AND P4, PT, R108, RZ, PT ;",
-        "ISETP.EQ.U32.AND P5, PT, R109, RZ, PT ;",
-        "PLOP3.LUT P4, PT, P5, P4, PT, 0xf8, 0x8f ;",
-    ];
+    let unjoined = tests("PT", "P5, P4, PT, 0xf8, 0x8f");
     assert_eq!(sass_spin_polls(&first_look_under_need(&need, &unjoined, "@P0")), 1);
     // `!P0 && (P4 || P5)`: with `P0`, false whatever the flags.
-    let table = [
-        "ISETP.EQ.U32.AND P4, PT, R108, RZ, PT ;",
-        "ISETP.EQ.U32.AND P5, PT, R109, RZ, PT ;",
-        "PLOP3.LUT P4, PT, P0, P4, P5, 0xe, 0x0 ;",
-    ];
+    let table = tests("PT", "P0, P4, P5, 0xe, 0x0");
     assert_eq!(sass_spin_polls(&first_look_under_need(&need, &table, "@P0")), 0);
     assert_eq!(sass_spin_polls(&first_look_under_need(&need, &table, "@P2")), 1);
     let uniform_need = [
