@@ -132,7 +132,7 @@ impl Loop {
     /// Whether `reg`, as read by `at`, has the same value in every iteration: each of its
     /// reaching definitions is outside the loop, or is a constant, a parameter or a symbol's
     /// address, or copies or offsets an invariant register, or computes its value from
-    /// invariant registers alone (PTX: an instruction with an [`Inst::pure_key`]; either
+    /// invariant registers alone (an instruction with an [`Inst::pure_key`]; either
     /// dialect: an arithmetic, logic or compare instruction, [`Inst::alu`], whose every use,
     /// its guard included, is invariant). ptxas
     /// re-materialises an address inside the loop when the register that held it is reused

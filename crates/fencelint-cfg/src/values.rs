@@ -3,7 +3,10 @@
 //! Compilers recompute an address instead of keeping it in a register (`shl.b32 %r2765, %r48, 4`
 //! before a `cp.async`, `shl.b32 %r2769, %r48, 4` again before the load that reads the copy
 //! back). Two uses get the same number when their values come from instructions with the same
-//! [`fencelint_ir::Inst::pure_key`] applied to operands with the same numbers.
+//! [`fencelint_ir::Inst::pure_key`] applied to operands with the same numbers. ptxas does the
+//! same in SASS (`IMAD.SHL.U32 R0, R162, 0x4, RZ; VIADD R0, R0, 0xffffffff` before a poll, the
+//! same into `R2` and `R0` before the fence): the SASS lowering keys the rows of the semantics
+//! table marked `pure`, and an unguarded copy (`MOV R146, R142`) is its source's value.
 
 use std::hash::{Hash, Hasher};
 
@@ -69,6 +72,13 @@ impl FunctionAnalysis<'_> {
                     return ValueNumber::Def(def);
                 }
                 let Some(key) = inst.pure_key else {
+                    // An unguarded copy without a key holds its source's value: SASS `MOV`,
+                    // `IMAD.MOV.U32 R146, RZ, RZ, R142`, `R2UR` (every PTX copy has a key).
+                    if let Some(ValueOp::Copy(src)) = inst.value
+                        && inst.guard.is_none()
+                    {
+                        return self.value_number_at_depth(def, src, depth + 1);
+                    }
                     return self.value_op_number(def, reg, depth).unwrap_or(ValueNumber::Def(def));
                 };
                 if let Some(ValueOp::Copy(src)) = inst.value
@@ -104,8 +114,8 @@ impl FunctionAnalysis<'_> {
     }
 
     /// The number of a comparison into a predicate or a bitwise `and` that carries no
-    /// [`fencelint_ir::Inst::pure_key`] (SASS `ISETP`, `LOP3.LUT Rd, Ra, 0x3, RZ, 0xc0, !PT`: no
-    /// SASS instruction has one), from what its [`ValueOp`] says it computes: the same operation
+    /// [`fencelint_ir::Inst::pure_key`] (SASS `ISETP`, `LOP3.LUT Rd, Ra, 0x3, RZ, 0xc0, !PT`: the
+    /// SASS lowering keys no such form), from what its [`ValueOp`] says it computes: the same operation
     /// on the same values (for a comparison, joined the same way to the same predicate) is one
     /// value. ptxas makes a test
     /// again where it did not keep the predicate or the masked value: cuDSS's `fct_kernel` tests

@@ -551,7 +551,9 @@ pub struct Inst {
     /// other operands alone, with no guard and no access to memory or changing state: two
     /// instructions with the same key compute the same value from the same inputs. The key
     /// stands for the opcode and every operand that is not a register. Filled by the PTX
-    /// lowering; SASS instructions carry none (see `FunctionAnalysis::value_number`).
+    /// lowering, and by the SASS lowering for rows marked `pure` in the semantics table,
+    /// except where value numbering reads the instruction's [`ValueOp`] itself (a comparison, a
+    /// mask, a predicate table; see `FunctionAnalysis::value_number`).
     pub pure_key: Option<std::num::NonZeroU64>,
     /// The memory operand, for memory ops, mbarrier ops, tensormap ops and async copies.
     pub address: Option<Address>,

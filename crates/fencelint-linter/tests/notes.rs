@@ -431,6 +431,50 @@ fn tests_joined_to_the_need_choose_the_poll() {
     assert_eq!(sass_spin_polls(&uniform("@P2")), 1);
 }
 
+/// The listing of [`a_test_made_again_the_same_way_is_the_same_test`] with the bound of the
+/// test computed again into other registers, as cuDSS 1.0's `fct_kernel` does at `sm_90` and
+/// `sm_100a` (`IMAD.SHL.U32 R0, R162, 0x4, RZ; VIADD R0, R0, 0xffffffff` before the poll and
+/// `IMAD.SHL.U32 R2, R162, 0x4, RZ; VIADD R0, R2, 0xffffffff` before the fence, or the counter
+/// copied, `MOV R146, R142`): SASS arithmetic of `pure` rows with the same operands is one value,
+/// and a copy is its source's value. Another shift, another offset, or a copy of another
+/// register is another test: the poll runs and the fence does not.
+#[test]
+fn a_test_computed_again_in_other_registers_is_the_same_test() {
+    let bound = |dest: &str, shift: &str, offset: &str| {
+        vec![
+            format!("IMAD.SHL.U32 R30, R3, {shift}, RZ ;"),
+            format!("VIADD {dest}, R30, {offset} ;"),
+        ]
+    };
+    let test = |p: &str, a: &str, b: &str| format!("ISETP.LT.U32.AND {p}, PT, {a}, {b}, PT ;");
+    let with = |mut lines: Vec<String>, line: String| {
+        lines.push(line);
+        lines
+    };
+    let need = with(bound("R20", "0x4", "0xffffffff"), test("P3", "R2", "R20"));
+    let cases = [
+        (need.clone(), with(bound("R21", "0x4", "0xffffffff"), test("P4", "R2", "R21")), 0),
+        (need.clone(), with(bound("R21", "0x8", "0xffffffff"), test("P4", "R2", "R21")), 1),
+        (need.clone(), with(bound("R21", "0x4", "0xfffffffe"), test("P4", "R2", "R21")), 1),
+        (
+            vec![test("P3", "R2", "R3")],
+            vec!["MOV R24, R2 ;".to_owned(), test("P4", "R24", "R3")],
+            0,
+        ),
+        (
+            vec![test("P3", "R2", "R3")],
+            vec!["MOV R24, R38 ;".to_owned(), test("P4", "R24", "R3")],
+            1,
+        ),
+    ];
+    for (need, retest, polls) in cases {
+        let need: Vec<&str> = need.iter().map(String::as_str).collect();
+        let retest: Vec<&str> = retest.iter().map(String::as_str).collect();
+        let listing = flags_under_need(&need, "0x1", "0x1", &retest, "@!P4");
+        assert_eq!(sass_spin_polls(&listing), polls, "{need:?} then {retest:?}");
+    }
+}
+
 /// A hand-written listing of a list of flags waited for one after the other, in the shape of
 /// cuDSS's `bwd_solve_only_ker`: each turn reads `deps[i]`, polls `flags[deps[i]]`, and the one
 /// fence comes after the list. `edit` changes the turn's lines (`None` leaves them). Lines are

@@ -20,7 +20,7 @@
 mod table;
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
@@ -844,7 +844,59 @@ fn lower_inst<'a>(
         out.value = value_op(func, rule, inst.opcode, operands);
         forget_self_copy(out);
     }
+    if meaning.is_some_and(|m| m.pure)
+        && out.guard.is_none()
+        && out.defs.len() == 1
+        && !numbered_by_form(out.value.as_ref())
+    {
+        out.pure_key = pure_key(inst.opcode, operands, n_defs);
+    }
     set_control(func, out, inst, operands, meaning.is_some_and(|m| m.indirect))
+}
+
+/// Whether value numbering reads the instruction's [`ValueOp`] itself (a comparison, the high
+/// half of a 64-bit one, a mask, a predicate table; `FunctionAnalysis::value_number` in
+/// fencelint-cfg): such an instruction gets no pure key, which would take precedence.
+fn numbered_by_form(value: Option<&ValueOp>) -> bool {
+    value.is_some_and(|op| {
+        op.comparison().is_some()
+            || matches!(
+                op,
+                ValueOp::CompareHigh { .. }
+                    | ValueOp::AndImm(..)
+                    | ValueOp::And(..)
+                    | ValueOp::PredTable { .. }
+            )
+    })
+}
+
+/// [`Inst::pure_key`] of an instruction of a `pure` row with one destination register and no
+/// guard: its opcode, how many destination operands it has and the first one's register file,
+/// and each source operand that is not a register (immediates, a fixed constant-bank slot,
+/// `RZ`, `PT`), with every operand's flags (`-`, `!`, `~`, `|..|`) and suffix (`.reuse` aside).
+/// The registers are the instruction's uses, in order. `None` when a source is anything else
+/// (a special register, a memory operand, a constant bank chosen by a register).
+fn pure_key(opcode: &str, operands: &[Operand<'_>], n_defs: usize) -> Option<std::num::NonZeroU64> {
+    let mut hasher = rustc_hash::FxHasher::default();
+    ("sass", opcode, n_defs).hash(&mut hasher);
+    operands.first().and_then(Operand::reg).map(|r| r.reg.file).hash(&mut hasher);
+    for operand in operands.get(n_defs..)? {
+        (operand.neg, operand.invert, operand.abs).hash(&mut hasher);
+        match &operand.kind {
+            OperandKind::Reg(reg) if reg.reg.is_special() => (0u8, reg).hash(&mut hasher),
+            OperandKind::Reg(reg) => (1u8, reg.reg.file, reg.suffix).hash(&mut hasher),
+            OperandKind::Imm(value) => (2u8, value).hash(&mut hasher),
+            OperandKind::Float(value) => (3u8, value.value().to_bits()).hash(&mut hasher),
+            OperandKind::Const(c)
+                if matches!(c.bank, ConstBank::Index(_)) && c.addr.regs().next().is_none() =>
+            {
+                (4u8, c).hash(&mut hasher);
+            }
+            _ => return None,
+        }
+    }
+    // Never zero, so that the key and its absence take one word.
+    std::num::NonZeroU64::new(hasher.finish().max(1))
 }
 
 /// Makes a register copied onto itself (`MOV R6, R6`, `IMAD.MOV.U32 R6, RZ, RZ, R6`,

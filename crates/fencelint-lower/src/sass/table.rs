@@ -199,6 +199,9 @@ pub(crate) struct Meaning {
     /// The operand (0-based) that holds a pending-group count.
     pub pending_operand: Option<usize>,
     pub indirect: bool,
+    /// The row computes its one destination from its operands alone (`pure`): no memory, no
+    /// state, no other thread.
+    pub pure: bool,
 }
 
 /// What a modifier row changes in a memory access.
@@ -601,6 +604,7 @@ fn meaning_of(class: Class, facts: &mut Facts<'_>) -> Result<Meaning, String> {
         ),
     };
     let indirect = facts.flag("indirect");
+    let pure = facts.flag("pure");
     let mut patch = MemPatch::default();
     let kind = match class {
         Class::Load | Class::Store | Class::Atomic | Class::Reduction => {
@@ -679,7 +683,7 @@ fn meaning_of(class: Class, facts: &mut Facts<'_>) -> Result<Meaning, String> {
             InstKind::Other
         }
     };
-    Ok(Meaning { kind, patch, defs, value, alu, scoreboard, pending_operand, indirect })
+    Ok(Meaning { kind, patch, defs, value, alu, scoreboard, pending_operand, indirect, pure })
 }
 
 /// A memory access from `space=`, `sem=` (weak when absent), `scope=`, `width=` (32 when

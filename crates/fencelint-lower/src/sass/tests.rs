@@ -1007,3 +1007,52 @@ fn many_calls_of_a_large_function_stay_within_the_budget() {
     let followed = k.insts[..20_000].iter().filter(|i| !i.control.targets.is_empty()).count();
     assert_eq!(followed, 9);
 }
+
+/// Instructions of `pure` rows get a key for value numbering: the same opcode and the same
+/// non-register operands give one key whatever the registers (`.reuse` aside); another
+/// immediate, another constant slot, a negated operand, another opcode, or a predicate
+/// destination instead of a register one give another; a guard, a second destination (the
+/// carry of `IADD3`) or a row not marked `pure` give none, and so do forms that value numbering
+/// reads from the instruction's value (a comparison).
+#[test]
+fn pure_rows_get_a_key_from_opcode_and_operands() {
+    let text = "
+		Function : k
+        /*0000*/                   IMAD.SHL.U32 R0, R1, 0x4, RZ ;
+        /*0010*/                   IMAD.SHL.U32 R2, R3.reuse, 0x4, RZ ;
+        /*0020*/                   IMAD.SHL.U32 R4, R5, 0x8, RZ ;
+        /*0030*/                   VIMNMX R6, PT, PT, R7, UR6, PT ;
+        /*0040*/                   VIMNMX R8, PT, PT, R9, UR4, PT ;
+        /*0050*/                   VIMNMX R10, PT, PT, R9, UR4, !PT ;
+        /*0060*/                   IADD3 R12, PT, PT, R1, c[0x0][0x180], RZ ;
+        /*0070*/                   IADD3 R13, PT, PT, R1, c[0x0][0x184], RZ ;
+        /*0080*/                   IADD3 R14, PT, PT, -R1, c[0x0][0x180], RZ ;
+        /*0090*/                   LOP3.LUT P0, RZ, R1, R2, RZ, 0xfc, !PT ;
+        /*00a0*/                   LOP3.LUT R15, R1, R2, RZ, 0xfc, !PT ;
+        /*00b0*/               @P1 IMAD.SHL.U32 R16, R1, 0x4, RZ ;
+        /*00c0*/                   IADD3 R17, P2, PT, R1, R2, RZ ;
+        /*00d0*/                   FADD R18, R1, R2 ;
+        /*00e0*/                   ISETP.GE.AND P3, PT, R1, R2, PT ;
+        /*00f0*/                   SHF.L.U32 R19, R1, 0x4, RZ ;
+		..........
+";
+    let modules = lower(text, SassFormat::CuobjdumpText);
+    let f = only_function(&modules);
+    let key = |i: usize| f.insts[i].pure_key;
+    assert!(key(0).is_some());
+    assert_eq!(key(0), key(1));
+    assert_ne!(key(0), key(2));
+    assert_eq!(key(3), key(4));
+    assert_ne!(key(4), key(5));
+    assert!(key(6).is_some());
+    assert_ne!(key(6), key(7));
+    assert_ne!(key(6), key(8));
+    assert!(key(9).is_some());
+    assert_ne!(key(9), key(10));
+    assert_eq!(key(11), None);
+    assert_eq!(key(12), None);
+    assert_eq!(key(13), None);
+    assert_eq!(key(14), None);
+    assert!(key(15).is_some());
+    assert_ne!(key(15), key(0));
+}
