@@ -463,6 +463,11 @@ fn a_test_computed_again_in_other_registers_is_the_same_test() {
         ),
         (
             vec![test("P3", "R2", "R3")],
+            vec!["IADD3 R24, PT, PT, R2, RZ, RZ ;".to_owned(), test("P4", "R24", "R3")],
+            0,
+        ),
+        (
+            vec![test("P3", "R2", "R3")],
             vec!["MOV R24, R38 ;".to_owned(), test("P4", "R24", "R3")],
             1,
         ),

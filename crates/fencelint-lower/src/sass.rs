@@ -854,15 +854,17 @@ fn lower_inst<'a>(
     set_control(func, out, inst, operands, meaning.is_some_and(|m| m.indirect))
 }
 
-/// Whether value numbering reads the instruction's [`ValueOp`] itself (a comparison, the high
-/// half of a 64-bit one, a mask, a predicate table; `FunctionAnalysis::value_number` in
-/// fencelint-cfg): such an instruction gets no pure key, which would take precedence.
+/// Whether value numbering reads the instruction's [`ValueOp`] itself (a copy, `IADD3 R1, R2,
+/// RZ, RZ` as `MOV R1, R2`; a comparison, the high half of a 64-bit one, a mask, a predicate
+/// table; `FunctionAnalysis::value_number` in fencelint-cfg): such an instruction gets no pure
+/// key, which would take precedence.
 fn numbered_by_form(value: Option<&ValueOp>) -> bool {
     value.is_some_and(|op| {
         op.comparison().is_some()
             || matches!(
                 op,
-                ValueOp::CompareHigh { .. }
+                ValueOp::Copy(_)
+                    | ValueOp::CompareHigh { .. }
                     | ValueOp::AndImm(..)
                     | ValueOp::And(..)
                     | ValueOp::PredTable { .. }

@@ -1013,7 +1013,7 @@ fn many_calls_of_a_large_function_stay_within_the_budget() {
 /// immediate, another constant slot, a negated operand, another opcode, or a predicate
 /// destination instead of a register one give another; a guard, a second destination (the
 /// carry of `IADD3`) or a row not marked `pure` give none, and so do forms that value numbering
-/// reads from the instruction's value (a comparison).
+/// reads from the instruction's value (a comparison, a copy).
 #[test]
 fn pure_rows_get_a_key_from_opcode_and_operands() {
     let text = "
@@ -1034,6 +1034,7 @@ fn pure_rows_get_a_key_from_opcode_and_operands() {
         /*00d0*/                   FADD R18, R1, R2 ;
         /*00e0*/                   ISETP.GE.AND P3, PT, R1, R2, PT ;
         /*00f0*/                   SHF.L.U32 R19, R1, 0x4, RZ ;
+        /*0100*/                   IADD3 R20, PT, PT, R1, RZ, RZ ;
 		..........
 ";
     let modules = lower(text, SassFormat::CuobjdumpText);
@@ -1055,4 +1056,7 @@ fn pure_rows_get_a_key_from_opcode_and_operands() {
     assert_eq!(key(14), None);
     assert!(key(15).is_some());
     assert_ne!(key(15), key(0));
+    // A copy is numbered as its source, from its value.
+    assert_eq!(f.insts[16].value, Some(ValueOp::Copy(f.insts[16].uses[0])));
+    assert_eq!(key(16), None);
 }
