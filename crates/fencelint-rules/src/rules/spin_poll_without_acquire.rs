@@ -313,7 +313,8 @@ fn polled_source(
 
 /// Whether a weak read of the CTA's shared memory comes after a CTA barrier (`bar.sync`,
 /// `bar.red`) on every path from the loop's header, in a loop that reads no other CTA's memory
-/// with a strong load or atomic: each iteration reads what the CTA's own threads computed and
+/// with a strong load or atomic at a scope wider than the CTA: each iteration reads what the
+/// CTA's own threads computed and
 /// wrote before that barrier, so the loop runs in step with the CTA (an iterative solver that
 /// tests convergence on a shared-memory reduction, cuSOLVER's batched Jacobi), not a spin on a
 /// flag that another thread may set at any time. A loop in which one thread polls global
@@ -331,9 +332,14 @@ fn read_in_step(analysis: &FunctionAnalysis<'_>, lp: &Loop, load: InstId, mem: &
         return false;
     }
     let func = analysis.func;
+    // A strong access at CTA scope synchronizes with no other CTA (cuDSS's `main_loop_ker`
+    // claims vertices with `atom.global.cta.exch` in such a loop).
     let reads_other_ctas = lp.memory_insts(analysis).any(|id| {
         polled_access(func.inst(id)).is_some_and(|other| {
-            other.is_strong() && other.others_may_write() && other.space != Space::SharedCta
+            other.is_strong()
+                && other.others_may_write()
+                && other.space != Space::SharedCta
+                && other.scope != Some(Scope::Cta)
         })
     });
     if reads_other_ctas {
