@@ -314,10 +314,9 @@ fn polled_source(
 /// Whether a weak read of the CTA's shared memory comes after a CTA barrier (`bar.sync`,
 /// `bar.red`) on every path from the loop's header, in a loop that reads no other CTA's memory
 /// with a strong load or atomic at a scope wider than the CTA: each iteration reads what the
-/// CTA's own threads computed and
-/// wrote before that barrier, so the loop runs in step with the CTA (an iterative solver that
-/// tests convergence on a shared-memory reduction, cuSOLVER's batched Jacobi), not a spin on a
-/// flag that another thread may set at any time. A loop in which one thread polls global
+/// CTA's own threads computed and wrote before that barrier, so the loop runs in step with the
+/// CTA (an iterative solver that tests convergence on a shared-memory reduction, cuSOLVER's
+/// batched Jacobi), not a spin on a flag that another thread may set at any time. A loop in which one thread polls global
 /// memory and hands the value to the CTA through shared memory and a barrier (cuSOLVER's
 /// `getf4_domino_reg`: `ld.volatile.global`, `st.shared`, `bar.sync`, `ld.shared`) is still a
 /// poll: the shared read stands for the global one.
