@@ -359,6 +359,49 @@ fn a_function_of_five_million_instructions() {
     assert!(run.stderr.contains("2 files, 2 functions"), "{}", run.describe());
 }
 
+/// A cuobjdump listing of about `mib` MiB: the committed fixture `sm_90a/mbarrier` (19 kernels,
+/// no finding) over and over, each copy's kernels renamed, so that every function is a new one.
+fn long_listing(mib: usize) -> String {
+    let fixture =
+        fs::read_to_string(repo().join("fixtures/compiled/sm_90a/mbarrier.cuobjdump.sass"))
+            .expect("the compiled fixture");
+    let first = fixture.find("\t\tFunction : ").expect("a function in the fixture");
+    let (header, functions) = fixture.split_at(first);
+    let mut listing = String::with_capacity(mib << 20);
+    listing.push_str(header);
+    let mut copy = 0;
+    while listing.len() < mib << 20 {
+        listing
+            .push_str(&functions.replace("\t\tFunction : ", &format!("\t\tFunction : c{copy}_")));
+        copy += 1;
+    }
+    listing
+}
+
+#[test]
+fn a_listing_eight_times_longer_takes_no_more_memory() {
+    // A listing of 8 MiB or more on disk is mapped and linted a function at a time, and the
+    // pages already read are given back (`stream::release_pages`): peak memory stays where it
+    // is whatever the file's length (67 MiB for both in a debug build). With the pages kept,
+    // the longer listing peaked at 102 MiB.
+    let dir = tempfile::tempdir().unwrap();
+    let small = write(dir.path(), "small.sass", long_listing(8));
+    let large = write(dir.path(), "large.sass", long_listing(64));
+    let limit = Duration::from_mins(5);
+    let peak = |path: &str| {
+        let run = check(&[path, &bad_fixture()], limit);
+        run.assert_sane(limit, SMALL_MIB);
+        assert_eq!(run.code, Some(1), "{}", run.describe());
+        assert!(!run.stdout.contains("large.sass:") && !run.stdout.contains("small.sass:"));
+        run.peak_mib
+    };
+    let (small_peak, large_peak) = (peak(&small), peak(&large));
+    assert!(
+        large_peak <= small_peak + 16,
+        "peak {large_peak} MiB for 64 MiB of listing, {small_peak} MiB for 8 MiB"
+    );
+}
+
 /// PTX with `depth` natural loops nested inside one another, each polling a flag; the
 /// analyses' walks and loop finding must stay iterative and within their budgets.
 fn loop_nest(depth: usize) -> String {
