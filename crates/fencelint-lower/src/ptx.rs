@@ -433,6 +433,60 @@ fn lower_function(
     out
 }
 
+/// The labels of one body, by the `{ }` scope that declares them. A PTX label is local to its
+/// block, and inline asm relies on it: CUTLASS-style mbarrier waits are blocks
+/// `{ .reg .pred P1; LAB_WAIT: mbarrier.try_wait... P1, ...; @P1 bra DONE; bra LAB_WAIT; DONE: }`,
+/// pasted once per wait, so one kernel may declare `LAB_WAIT` and `DONE` dozens of times. A
+/// branch goes to the label of its name in the innermost scope around it that declares one,
+/// before or after the branch.
+#[derive(Default)]
+struct ScopedLabels<'a> {
+    /// Each scope's enclosing scope; scope 0, the body itself, has none (its entry is unused).
+    parent: Vec<u32>,
+    /// The open scopes, innermost last; empty in the body itself.
+    open: Vec<u32>,
+    /// Each label's pending instruction index, by scope and name.
+    labels: HashMap<(u32, &'a str), u32>,
+}
+
+impl<'a> ScopedLabels<'a> {
+    fn current(&self) -> u32 {
+        self.open.last().copied().unwrap_or(0)
+    }
+
+    fn open(&mut self) {
+        if self.parent.is_empty() {
+            self.parent.push(0);
+        }
+        let id = self.parent.len() as u32;
+        self.parent.push(self.current());
+        self.open.push(id);
+    }
+
+    fn close(&mut self) {
+        self.open.pop();
+    }
+
+    /// Declares `name` in the current scope; of two declarations in one scope (invalid PTX)
+    /// the later one counts.
+    fn declare(&mut self, name: &'a str, index: u32) {
+        self.labels.insert((self.current(), name), index);
+    }
+
+    /// The label `name` as a branch in `scope` sees it.
+    fn resolve(&self, mut scope: u32, name: &str) -> Option<u32> {
+        loop {
+            if let Some(&index) = self.labels.get(&(scope, name)) {
+                return Some(index);
+            }
+            if scope == 0 {
+                return None;
+            }
+            scope = self.parent[scope as usize];
+        }
+    }
+}
+
 /// Lowers the instructions of `statements` into `out`, after those it holds, and returns the
 /// calls among them.
 fn lower_body(
@@ -443,7 +497,9 @@ fn lower_body(
     base: u32,
 ) -> Vec<CallSite> {
     let offset = out.insts.len() as u32;
-    let mut labels: HashMap<&str, u32> = HashMap::new();
+    let mut labels = ScopedLabels::default();
+    // The scope each pending instruction is in, for its branches' labels.
+    let mut scope_of: Vec<u32> = Vec::with_capacity(statements.len());
     let mut branch_tables: HashMap<&str, Vec<String>> = HashMap::new();
     // At most one instruction a statement: sized once, not grown by doubling (an `Inst` is
     // a few hundred bytes, and growing copied them about twice over).
@@ -453,9 +509,9 @@ fn lower_body(
     let mut inlining = InlineSites::new(statements, files);
     for statement in statements {
         match statement {
-            ast::Statement::Label(label) => {
-                labels.insert(label.name, pending.len() as u32);
-            }
+            ast::Statement::Label(label) => labels.declare(label.name, pending.len() as u32),
+            ast::Statement::ScopeOpen(_) => labels.open(),
+            ast::Statement::ScopeClose(_) => labels.close(),
             ast::Statement::Loc(l) => {
                 loc = files.get(&l.file).map(|name| {
                     std::sync::Arc::new(SourceLocation {
@@ -479,6 +535,7 @@ fn lower_body(
                 let mut lowered = lower_instruction(out, instruction, names, base);
                 lowered.inst.source.clone_from(&loc);
                 pending.push(lowered);
+                scope_of.push(labels.current());
             }
             ast::Statement::Unknown(unknown) => {
                 let mut inst = Inst::new(
@@ -488,6 +545,7 @@ fn lower_body(
                 );
                 inst.source.clone_from(&loc);
                 pending.push(Pending { inst, targets: Vec::new() });
+                scope_of.push(labels.current());
             }
             _ => {}
         }
@@ -495,7 +553,7 @@ fn lower_body(
 
     let n = pending.len() as u32;
     out.insts.reserve_exact(pending.len());
-    for mut p in pending {
+    for (mut p, scope) in pending.into_iter().zip(scope_of) {
         let mut names = Vec::new();
         // A `brx.idx` through a `.branchtargets` table of this function whose labels all
         // resolve has exactly those targets: it is not left to the CFG's over-approximation
@@ -510,8 +568,8 @@ fn lower_body(
             }
         }
         for name in names {
-            match labels.get(name.as_str()) {
-                Some(&idx) if idx < n => p.inst.control.targets.push(InstId(offset + idx)),
+            match labels.resolve(scope, &name) {
+                Some(idx) if idx < n => p.inst.control.targets.push(InstId(offset + idx)),
                 Some(_) => {
                     // A label after the last instruction: the branch leaves the function.
                     p.inst.control.exits = true;
@@ -1599,6 +1657,52 @@ mod tests {
 
         let (brx, _) = lower(&body("A, B, Z"));
         assert!(brx.control.indirect, "a table with an unknown label stays indirect");
+    }
+
+    /// A label is local to the `{ }` block that declares it: each pasted wait block branches to
+    /// its own `WAIT` and `DONE`, and a branch inside a block reaches a label of an enclosing
+    /// scope, declared before or after it, when the block has none of that name.
+    #[test]
+    fn labels_are_local_to_their_block() {
+        // Hand-written, in the shape of inline asm waits.
+        let wait = |n: u32| {
+            format!(
+                "{{\n.reg .pred ready;\nWAIT:\nld.relaxed.gpu.global.u32 %r{n}, [%rd1];\n\
+                 setp.ne.u32 ready, %r{n}, 0;\n@ready bra DONE;\nbra WAIT;\nDONE:\n}}\n"
+            )
+        };
+        let text = format!(
+            ".version 8.5\n.target sm_90\n.address_size 64\n\
+             .visible .entry k(.param .u64 p)\n{{\n.reg .b32 %r<9>;\n.reg .b64 %rd<3>;\n\
+             .reg .pred %p<2>;\nld.param.u64 %rd1, [p];\n{}st.global.u32 [%rd1], 1;\n{}\
+             {{\n@%p1 bra OUT;\n}}\nst.global.u32 [%rd1], 2;\nOUT:\nret;\n}}\n",
+            wait(1),
+            wait(2)
+        );
+        let lowered = super::lower_text(FileId(0), &text, 0);
+        assert!(lowered.diagnostics.is_empty(), "{:?}", lowered.diagnostics);
+        let func = lowered.modules.into_iter().next().unwrap().functions.remove(0);
+        let at = |prefix: &str| -> Vec<u32> {
+            (0..func.insts.len() as u32)
+                .filter(|&i| func.insts[i as usize].opcode.starts_with(prefix))
+                .collect()
+        };
+        let targets = |i: u32| -> Vec<u32> {
+            func.insts[i as usize].control.targets.iter().map(|t| t.0).collect()
+        };
+        let (loads, stores, branches) = (at("ld.relaxed"), at("st.global"), at("bra"));
+        let ret = at("ret")[0];
+        // Each block: `@ready bra DONE` to the instruction after its `bra WAIT`, `bra WAIT` to
+        // its own load.
+        for (block, &load) in loads.iter().enumerate() {
+            let (done, again) = (branches[2 * block], branches[2 * block + 1]);
+            assert_eq!(targets(again), [load], "block {block}: `bra WAIT`");
+            assert_eq!(targets(done), [again + 1], "block {block}: `@ready bra DONE`");
+        }
+        // Between the blocks, the store follows the first block's `bra WAIT`.
+        assert_eq!(stores[0], branches[1] + 1);
+        // The last block's branch goes to `OUT`, declared after it in the body.
+        assert_eq!(targets(branches[4]), [ret]);
     }
 
     /// `and.b32` with a constant (either operand) is a mask, with two registers an `And`; on

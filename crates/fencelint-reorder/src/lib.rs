@@ -18,7 +18,8 @@
 //!   of the same direction, and an ordering point only when its line holds that point;
 //! - ptxas splits an mbarrier wait into an inline fast path (often credited to the preceding PTX
 //!   line) and an out-of-line retry loop credited to the wait's own line: the two halves are
-//!   joined by barrier address and by the branch from the fast path into the retry loop, so the
+//!   joined by barrier address and by the branch from the fast path into the retry loop (the
+//!   first branch that tests the fast path's predicate, however far ptxas schedules it), so the
 //!   retry loop at the end of the function is never mistaken for the wait.
 //!
 //! No IO and no parsing happen here: callers lower the two texts (`fencelint-linter`'s
@@ -39,6 +40,10 @@ use fencelint_ir::{
 use fencelint_source::{Dialect, FileId};
 
 use crate::graph::Graph;
+
+/// How many instructions after the fast path of a split mbarrier wait
+/// ([`Pair::failure_branch`]) its failure branch may come.
+const SPLIT_WAIT_SPAN: usize = 64;
 
 /// The rule name of the findings.
 pub const RULE: &str = "ptxas-reordered-across-wait";
@@ -463,15 +468,42 @@ impl Pair<'_> {
             let inst = self.sass.inst(id);
             let same_barrier = inst.address.as_ref().is_some_and(|a| addresses.contains(a))
                 && inst.ptx_line.is_none_or(|l| !wait_lines.contains(&l));
+            let into_set = |t: &InstId| {
+                set.iter().any(|s| s.index() >= t.index() && s.index() < t.index() + 8)
+            };
             let branches_into = (id.index() + 1..(id.index() + 4).min(self.sass.insts.len()))
                 .flat_map(|k| self.sass.insts[k].control.targets.iter())
-                .any(|t| set.iter().any(|s| s.index() >= t.index() && s.index() < t.index() + 8));
-            if same_barrier || branches_into {
+                .any(into_set);
+            let tested_into = self
+                .failure_branch(id)
+                .is_some_and(|b| self.sass.inst(b).control.targets.iter().any(into_set));
+            if same_barrier || branches_into || tested_into {
                 extra.push(id);
             }
         }
         set.extend(extra);
         set.sort();
+    }
+
+    /// The branch that tests the result of the mbarrier wait `wait`: the first branch after it,
+    /// before its predicate is written again or control leaves the straight run, whose guard
+    /// reads that predicate. ptxas schedules other work between the two (lmdeploy's `sm_90` GEMM
+    /// kernels: `SYNCS.PHASECHK.TRANS64.TRYWAIT P3, [UR10+0x20698], R2`, 28 instructions of
+    /// `FFMA` and loads, then `@!P3 BRA` to the retry loop).
+    fn failure_branch(&self, wait: InstId) -> Option<InstId> {
+        let predicate = *self.sass.inst(wait).defs.first()?;
+        for k in self.sass.ids().skip(wait.index() + 1).take(SPLIT_WAIT_SPAN) {
+            let inst = self.sass.inst(k);
+            let tests = inst.guard.is_some_and(|g| g.reg == predicate)
+                || inst.control.condition.is_some_and(|c| c.reg == predicate);
+            if !inst.control.targets.is_empty() || !inst.control.falls_through {
+                return tests.then_some(k);
+            }
+            if inst.defs.contains(&predicate) {
+                return None;
+            }
+        }
+        None
     }
 
     fn diagnostic(&self, finding: &Finding, line_of_ptx: impl Fn(InstId) -> u32) -> Diagnostic {
