@@ -14,15 +14,16 @@ mod common;
 
 use common::audit_texts;
 
+/// A file under `fixtures/`.
 fn fixture(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/reorder").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").join(name);
     fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 #[test]
 fn hand_edited_store_sunk_below_the_tensormap_release_fence() {
-    let ptx = fixture("reorder_tensormap.ptx");
-    let sass = fixture("reorder_tensormap.ptxas-13.5.37.nvdisasm-gp.sass");
+    let ptx = fixture("reorder/reorder_tensormap.ptx");
+    let sass = fixture("reorder/reorder_tensormap.ptxas-13.5.37.nvdisasm-gp.sass");
     // In `tmap_rewrite_regs`, move the last STG.E.128 of the rewrite (PTX line 102) below the
     // MEMBAR sequence of `fence.proxy.tensormap::generic.release.gpu` (PTX line 106).
     let store = "\t//## File \".nv_debug_ptx_txt\", line 102\n        /*0300*/                   STG.E.128 desc[UR12][R2.64+0x70], R32 ;\n";
@@ -64,7 +65,7 @@ fn hand_edited_store_sunk_below_the_tensormap_release_fence() {
 /// credited to the wait's line, that reads the barrier through a register copy (`[R20+URZ]`),
 /// so the two halves differ in address form. Every instruction is re-addressed in order.
 fn split_wait_scheduled_apart() -> String {
-    let sass = fixture_compiled("sm_90a/stage_wait_loop.nvdisasm-gp.sass");
+    let sass = fixture("compiled/sm_90a/stage_wait_loop.nvdisasm-gp.sass");
     let mut lines: Vec<String> = sass.lines().map(str::to_owned).collect();
     let at = |lines: &[String], needle: &str| {
         lines.iter().position(|l| l.contains(needle)).unwrap_or_else(|| panic!("{needle}"))
@@ -131,14 +132,10 @@ fn insert_all(lines: &mut Vec<String>, at: usize, items: impl IntoIterator<Item 
     lines.extend(tail);
 }
 
-fn fixture_compiled(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/compiled").join(name);
-    fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
 
 #[test]
 fn hand_edited_split_wait_with_its_branch_scheduled_apart_is_one_wait() {
-    let ptx = fixture_compiled("sm_90a/stage_wait_loop.ptx");
+    let ptx = fixture("compiled/sm_90a/stage_wait_loop.ptx");
     let edited = split_wait_scheduled_apart();
     let mut db = SourceDb::new();
     let p = db.add("stage_wait_loop.ptx", ptx);
