@@ -132,7 +132,6 @@ fn insert_all(lines: &mut Vec<String>, at: usize, items: impl IntoIterator<Item 
     lines.extend(tail);
 }
 
-
 #[test]
 fn hand_edited_split_wait_with_its_branch_scheduled_apart_is_one_wait() {
     let ptx = fixture("compiled/sm_90a/stage_wait_loop.ptx");
