@@ -124,14 +124,23 @@ pub(crate) struct Finding {
     pub snippets: Vec<Snippet>,
     pub diagnostics: Vec<Diagnostic>,
     /// The PTX that the diagnostics' [`COMPANION`] labels point into.
-    pub companion: Option<Arc<Companion>>,
+    pub companion: Option<Arc<CompanionText>>,
 }
 
-/// The PTX that a `-lineinfo` cubin carries, prepared for the pair rules.
-pub(crate) struct Companion {
+/// The text of the PTX that a `-lineinfo` cubin carries, kept with the findings that point into
+/// it after the cubin's lowered PTX is dropped.
+pub(crate) struct CompanionText {
     /// `lib.so[sm_90a:name.sm_90a.cubin]:.nv_debug_ptx_txt`.
     pub name: String,
     pub text: String,
+}
+
+/// The PTX that a `-lineinfo` cubin carries, prepared for the pair rules: held by the cubin
+/// until its last part is linted (the lowered PTX of a large GEMM cubin is hundreds of
+/// megabytes; every cubin's, held to the end, took the `_turbomind` extension of lmdeploy 0.18
+/// to 1.5 GB).
+pub(crate) struct Companion {
+    source: Arc<CompanionText>,
     paired: PairedPtx,
     /// `ptxas 13.2.78`, from the cubin's notes.
     producer: Option<String>,
@@ -408,7 +417,9 @@ pub(crate) fn lint_binaries(
                     workers,
                 );
                 let held = whole || callees.is_some();
-                Cubin { companion, whole, callees: Mutex::new(callees), held, linkable }
+                let companion = Mutex::new(companion);
+                let ptx_errors = Mutex::new(None);
+                Cubin { companion, ptx_errors, whole, callees: Mutex::new(callees), held, linkable }
             });
             let output = lint_unit(
                 unit,
@@ -420,9 +431,21 @@ pub(crate) fn lint_binaries(
                 &progress,
             );
             *results[i].lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(output);
-            // The held callees of a cubin go once its last part is linted.
+            // The held callees and the lowered PTX of a cubin go once its last part is linted;
+            // the parse errors of that PTX are kept as a finding of their own.
             if parts_left[unit.whole].fetch_sub(1, Ordering::AcqRel) == 1 {
                 cubin.callees.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+                let companion = cubin
+                    .companion
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take();
+                if let Some(errors) =
+                    companion.and_then(|c| ptx_errors(&c, unit_label(&inputs[unit.binary].1, unit)))
+                {
+                    *cubin.ptx_errors.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                        Some(errors);
+                }
             }
             progress.bar.inc(1);
         }
@@ -477,21 +500,12 @@ pub(crate) fn lint_binaries(
     }
     // Parse errors in a cubin's own PTX: the pair rules may have missed something there.
     for (whole, cubin) in cubins.into_iter().enumerate() {
-        let Some(Cubin { companion: Some(companion), .. }) = cubin.into_inner() else { continue };
+        let Some(cubin) = cubin.into_inner() else { continue };
+        let errors =
+            cubin.ptx_errors.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(errors) = errors else { continue };
         let Some(unit) = units.iter().find(|u| u.whole == whole) else { continue };
-        if companion.paired.diagnostics().is_empty() {
-            continue;
-        }
-        let mut diagnostics = companion.paired.diagnostics().to_vec();
-        let snippets =
-            snippets::cut(&companion.text, Excerpt::default(), COMPANION, &mut diagnostics);
-        outputs[unit.binary].findings.push(Finding {
-            name: companion.name.clone(),
-            unit: unit_label(&inputs[unit.binary].1, unit),
-            snippets,
-            diagnostics,
-            companion: None,
-        });
+        outputs[unit.binary].findings.push(errors);
     }
     drop(temp);
     outputs
@@ -870,12 +884,21 @@ fn companion(
     drop(bytes);
     let producer = elf.section(".note.nv.tkinfo").and_then(|note| reorder::ptxas_version(&note));
     let paired = PairedPtx::new(COMPANION, &text);
-    Some(Arc::new(Companion {
-        name: format!("{}:.nv_debug_ptx_txt", unit_label(binary, unit)),
-        text,
-        paired,
-        producer,
-    }))
+    let name = format!("{}:.nv_debug_ptx_txt", unit_label(binary, unit));
+    Some(Arc::new(Companion { source: Arc::new(CompanionText { name, text }), paired, producer }))
+}
+
+/// The parse errors of a cubin's own PTX, as a finding of their own (`unit` is the cubin's
+/// label); `None` when there are none.
+fn ptx_errors(companion: &Companion, unit: String) -> Option<Finding> {
+    if companion.paired.diagnostics().is_empty() {
+        return None;
+    }
+    let mut diagnostics = companion.paired.diagnostics().to_vec();
+    let text = &companion.source.text;
+    let snippets = snippets::cut(text, Excerpt::default(), COMPANION, &mut diagnostics);
+    let name = companion.source.name.clone();
+    Some(Finding { name, unit, snippets, diagnostics, companion: None })
 }
 
 /// The progress bar of a long audit, on a terminal: cubins and PTX done of the total (the bar),
@@ -961,7 +984,9 @@ fn lint_unit(
     progress: &Progress,
 ) -> UnitOutput {
     let callees = cubin.callees.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-    let (companion, callees) = (cubin.companion.as_ref(), callees.as_ref());
+    let companion =
+        cubin.companion.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    let (companion, callees) = (companion.as_ref(), callees.as_ref());
     let label = unit_label(binary, unit);
     let mut output = UnitOutput::default();
     let Some(path) = &unit.path else {
@@ -1079,7 +1104,7 @@ fn lint_unit(
                 &label,
                 &chunk.text,
                 diagnostics,
-                companion.filter(|_| uses_ptx).cloned(),
+                companion.filter(|_| uses_ptx).map(|c| Arc::clone(&c.source)),
             ));
         }
     };
@@ -1199,7 +1224,10 @@ impl Drop for Slot {
 
 /// What the parts of one cubin share: its PTX for the pair rules, and its callable functions.
 struct Cubin {
-    companion: Option<Arc<Companion>>,
+    /// Dropped once the cubin's last part is linted.
+    companion: Mutex<Option<Arc<Companion>>>,
+    /// The parse errors of the companion's PTX, kept when it is dropped.
+    ptx_errors: Mutex<Option<Finding>>,
     /// Its functions call each other by name and it is small: linted whole ([`linking()`]).
     whole: bool,
     /// Dropped once the cubin's last part is linted.
@@ -1696,7 +1724,7 @@ fn lint_linked(
             label,
             &excerpt,
             diagnostics,
-            companion.filter(|_| uses_ptx).cloned(),
+            companion.filter(|_| uses_ptx).map(|c| Arc::clone(&c.source)),
         ));
     }
     (together.functions, together.external_calls)
@@ -1715,7 +1743,7 @@ fn finding(
     unit: &str,
     text: &str,
     mut diagnostics: Vec<Diagnostic>,
-    companion: Option<Arc<Companion>>,
+    companion: Option<Arc<CompanionText>>,
 ) -> Finding {
     let snippets = snippets::cut(text, Excerpt::default(), PLACEHOLDER, &mut diagnostics);
     Finding { name, unit: unit.to_owned(), snippets, diagnostics, companion }
@@ -1935,8 +1963,14 @@ mod tests {
                 assert_eq!(held, called, "{name}");
             }
             let held = whole || callees.is_some();
-            let cubin =
-                Cubin { companion: None, whole, callees: Mutex::new(callees), held, linkable };
+            let cubin = Cubin {
+                companion: Mutex::new(None),
+                ptx_errors: Mutex::new(None),
+                whole,
+                callees: Mutex::new(callees),
+                held,
+                linkable,
+            };
             let progress = Progress::new(ProgressBar::hidden());
             let lint = |unit: &Unit, progress: &Progress| {
                 let output = lint_unit(unit, name, &tools, &options, &settings, &cubin, progress);

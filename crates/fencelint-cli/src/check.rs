@@ -301,7 +301,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
             "install nvdisasm (`pip install nvidia-cuda-nvdisasm`), which names each callee",
         ));
         // A cubin's own PTX is registered once, however many of its functions point into it.
-        let mut companions: Vec<(std::sync::Arc<binary::Companion>, FileId)> = Vec::new();
+        let mut companions: Vec<(std::sync::Arc<binary::CompanionText>, FileId)> = Vec::new();
         for finding in output.findings {
             let ids: Vec<FileId> = finding
                 .snippets

@@ -807,6 +807,32 @@ fn a_bad_arch_is_refused() {
     assert!(stderr(&out).contains("`--arch hopper` is not an architecture"), "{}", stderr(&out));
 }
 
+/// A `-lineinfo` cubin's own PTX is lowered for the pair rules and dropped once the cubin is
+/// linted; a parse error in it is still reported, once, naming the PTX of that cubin, and the
+/// cubin's findings are reported as well.
+#[test]
+fn a_parse_error_in_a_cubins_own_ptx_is_reported() {
+    let original = fs::read(repo().join("fixtures/compiled/sm_90a/spin_poll.cubin")).unwrap();
+    // One byte of the embedded PTX changed, the length kept: a `;` ends no statement.
+    let needle = b"ld.param.u64";
+    let at = original.windows(needle.len()).position(|w| w == needle).expect("PTX in the cubin");
+    let end = at + original[at..].iter().position(|&b| b == b';').unwrap();
+    let mut broken = original.clone();
+    broken[end] = b'#';
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("broken_ptx.sm_90a.cubin");
+    fs::write(&path, broken).unwrap();
+    let Some(out) = check_with_tools("own PTX", &[path.to_str().unwrap()]) else { return };
+    let text = stdout(&out);
+    let errors: Vec<&str> = text.lines().filter(|l| l.contains("[parse-error]")).collect();
+    assert_eq!(errors.len(), 1, "{text}");
+    let (cubin, error) = errors[0].split_once("]:.nv_debug_ptx_txt:").expect("the cubin's PTX");
+    assert!(cubin.contains("[sm_90a:broken_ptx."), "{text}");
+    assert!(error.contains("found `#`"), "{text}");
+    assert!(!finding_lines(&text, "spin-poll-without-acquire").is_empty(), "{text}");
+    assert_eq!(out.status.code(), Some(2), "{text}");
+}
+
 #[test]
 fn a_lineinfo_cubin_alone_is_audited_for_reordering() {
     let hoisted = "fixtures/reorder/reorder_tensormap.ptxas-13.2.78.cubin";
