@@ -306,10 +306,62 @@ struct Pending {
     targets: Vec<String>,
 }
 
+/// The `{ }` blocks of one body, numbered in the order they open (the body itself is block 0),
+/// and the innermost one open while the body is read in order. Labels and registers declared in
+/// a block are local to it.
+#[derive(Default)]
+struct Blocks {
+    /// Each block's enclosing block; block 0 has none (its entry is unused).
+    parent: Vec<u32>,
+    /// The open blocks, innermost last; empty in the body itself.
+    open: Vec<u32>,
+}
+
+impl Blocks {
+    fn current(&self) -> u32 {
+        self.open.last().copied().unwrap_or(0)
+    }
+
+    fn open(&mut self) {
+        if self.parent.is_empty() {
+            self.parent.push(0);
+        }
+        let id = self.parent.len() as u32;
+        self.parent.push(self.current());
+        self.open.push(id);
+    }
+
+    fn close(&mut self) {
+        self.open.pop();
+    }
+
+    /// `block`, then each block around it, out to the body (block 0).
+    fn outwards(&self, mut block: u32) -> impl Iterator<Item = u32> + '_ {
+        let mut done = false;
+        std::iter::from_fn(move || {
+            if done {
+                return None;
+            }
+            let this = block;
+            done = block == 0;
+            block = self.parent.get(block as usize).copied().unwrap_or(0);
+            Some(this)
+        })
+    }
+}
+
 /// How the registers of one body are named in the function it is lowered into.
 struct Names<'a> {
     /// The names declared with `.reg`, a parametrized `%r<8>` as `%r` with its count.
     declared: HashMap<&'a str, Option<u32>>,
+    /// The registers declared inside a `{ }` block, by block ([`Blocks`]' numbers) and name:
+    /// each is a register of its own, apart from any of the same name outside the block
+    /// (inline asm declares its temporaries that way, `{ .reg .pred P1; ... }`, once per pasted
+    /// copy, and may shadow a register of the compiler's).
+    in_blocks: HashMap<(u32, &'a str), Option<u32>>,
+    blocks: Blocks,
+    /// The block of the instruction being lowered, set by [`lower_body`].
+    block: std::cell::Cell<u32>,
     /// For a callee's body lowered into its caller ([`Inliner::inline_calls`]): what is
     /// appended to each register the body declares, so that its registers are not the
     /// caller's. Special registers (`%tid.x`, `%laneid`, `%clock64`) are the thread's own and
@@ -320,35 +372,71 @@ struct Names<'a> {
 impl<'a> Names<'a> {
     fn new(statements: &[ast::Statement<'a>], suffix: Option<String>) -> Self {
         let mut declared = HashMap::new();
+        let mut in_blocks = HashMap::new();
+        let mut blocks = Blocks::default();
         for statement in statements {
-            if let ast::Statement::Decl(decl) = statement
-                && decl.space == "reg"
-            {
-                declared.extend(decl.names.iter().map(|n| (n.name, n.count)));
+            match statement {
+                ast::Statement::ScopeOpen(_) => blocks.open(),
+                ast::Statement::ScopeClose(_) => blocks.close(),
+                ast::Statement::Decl(decl) if decl.space == "reg" => {
+                    let names = decl.names.iter().map(|n| (n.name, n.count));
+                    match blocks.current() {
+                        0 => declared.extend(names),
+                        block => {
+                            for (name, count) in names {
+                                declared.entry(name).or_insert(count);
+                                in_blocks.insert((block, name), count);
+                            }
+                        }
+                    }
+                }
+                _ => {}
             }
         }
-        Self { declared, suffix }
+        blocks.open.clear();
+        Self { declared, in_blocks, blocks, block: std::cell::Cell::new(0), suffix }
     }
 
-    /// Names declared with `.reg` anywhere in the body are registers, even without `%`.
+    /// Names declared with `.reg` anywhere in the body are registers, even without `%` (`t1`
+    /// of `.reg .b32 t<2>` too).
     fn is_reg(&self, name: &str) -> bool {
-        name.starts_with('%') || self.declared.contains_key(name)
+        name.starts_with('%') || self.is_declared(name)
     }
 
-    /// Whether the body declares `name`: itself, or as one of a parametrized declaration's
+    /// Whether `declared` holds `name`: itself, or as one of a parametrized declaration's
     /// registers (`%r12` of `%r<20>`).
-    fn is_declared(&self, name: &str) -> bool {
-        if self.declared.contains_key(name) {
+    fn holds(name: &str, lookup: impl Fn(&str) -> Option<Option<u32>>) -> bool {
+        if lookup(name).is_some() {
             return true;
         }
         let stem = name.trim_end_matches(|c: char| c.is_ascii_digit());
-        stem.len() < name.len() && matches!(self.declared.get(stem), Some(Some(_)))
+        stem.len() < name.len() && matches!(lookup(stem), Some(Some(_)))
+    }
+
+    /// Whether the body declares `name`.
+    fn is_declared(&self, name: &str) -> bool {
+        Self::holds(name, |n| self.declared.get(n).copied())
+    }
+
+    /// The innermost block around the current instruction that declares `name`, if one does.
+    fn declaring_block(&self, name: &str) -> Option<u32> {
+        if self.in_blocks.is_empty() {
+            return None;
+        }
+        self.blocks
+            .outwards(self.block.get())
+            .take_while(|&block| block != 0)
+            .find(|&block| Self::holds(name, |n| self.in_blocks.get(&(block, n)).copied()))
     }
 
     fn intern(&self, func: &mut Function, name: &str) -> fencelint_ir::Reg {
-        match &self.suffix {
-            Some(suffix) if self.is_declared(name) => func.intern_reg(&format!("{name}{suffix}")),
-            _ => func.intern_reg(name),
+        let suffix = self.suffix.as_deref().filter(|_| self.is_declared(name));
+        match (self.declaring_block(name), suffix) {
+            (Some(block), suffix) => {
+                func.intern_reg(&format!("{name}{}@block{block}", suffix.unwrap_or("")))
+            }
+            (None, Some(suffix)) => func.intern_reg(&format!("{name}{suffix}")),
+            (None, None) => func.intern_reg(name),
         }
     }
 }
@@ -441,30 +529,22 @@ fn lower_function(
 /// before or after the branch.
 #[derive(Default)]
 struct ScopedLabels<'a> {
-    /// Each scope's enclosing scope; scope 0, the body itself, has none (its entry is unused).
-    parent: Vec<u32>,
-    /// The open scopes, innermost last; empty in the body itself.
-    open: Vec<u32>,
-    /// Each label's pending instruction index, by scope and name.
+    blocks: Blocks,
+    /// Each label's pending instruction index, by block and name.
     labels: HashMap<(u32, &'a str), u32>,
 }
 
 impl<'a> ScopedLabels<'a> {
     fn current(&self) -> u32 {
-        self.open.last().copied().unwrap_or(0)
+        self.blocks.current()
     }
 
     fn open(&mut self) {
-        if self.parent.is_empty() {
-            self.parent.push(0);
-        }
-        let id = self.parent.len() as u32;
-        self.parent.push(self.current());
-        self.open.push(id);
+        self.blocks.open();
     }
 
     fn close(&mut self) {
-        self.open.pop();
+        self.blocks.close();
     }
 
     /// Declares `name` in the current scope; of two declarations in one scope (invalid PTX)
@@ -474,16 +554,8 @@ impl<'a> ScopedLabels<'a> {
     }
 
     /// The label `name` as a branch in `scope` sees it.
-    fn resolve(&self, mut scope: u32, name: &str) -> Option<u32> {
-        loop {
-            if let Some(&index) = self.labels.get(&(scope, name)) {
-                return Some(index);
-            }
-            if scope == 0 {
-                return None;
-            }
-            scope = self.parent[scope as usize];
-        }
+    fn resolve(&self, scope: u32, name: &str) -> Option<u32> {
+        self.blocks.outwards(scope).find_map(|block| self.labels.get(&(block, name)).copied())
     }
 }
 
@@ -531,6 +603,7 @@ fn lower_body(
             }
             ast::Statement::Instruction(instruction) => {
                 let id = InstId(offset + pending.len() as u32);
+                names.block.set(labels.current());
                 calls.extend(CallSite::of(id, instruction, names));
                 let mut lowered = lower_instruction(out, instruction, names, base);
                 lowered.inst.source.clone_from(&loc);
@@ -1703,6 +1776,48 @@ mod tests {
         assert_eq!(stores[0], branches[1] + 1);
         // The last block's branch goes to `OUT`, declared after it in the body.
         assert_eq!(targets(branches[4]), [ret]);
+    }
+
+    /// A register declared in a `{ }` block is the block's own: it shadows one of the same name
+    /// outside (the compiler's `%p1` under inline asm's `.reg .pred %p1`), blocks beside each
+    /// other each have theirs, and a block nested in the declaring one sees the declaring one's.
+    #[test]
+    fn registers_are_local_to_their_block() {
+        // Hand-written.
+        let text = ".version 8.5\n.target sm_90\n.address_size 64\n\
+                    .visible .entry k(.param .u64 p)\n{\n.reg .b32 %r<3>;\n.reg .b64 %rd<2>;\n\
+                    .reg .pred %p<2>;\n\
+                    ld.param.u64 %rd1, [p];\n\
+                    ld.volatile.global.u32 %r1, [%rd1];\n\
+                    setp.eq.u32 %p1, %r1, 0;\n\
+                    {\n.reg .pred %p1;\n.reg .b32 t<2>;\nsetp.ne.u32 %p1, %r1, 1;\n\
+                    mov.u32 t1, 7;\n{\n@%p1 st.global.u32 [%rd1+4], t1;\n}\n}\n\
+                    {\n.reg .pred %p1;\nsetp.ne.u32 %p1, %r1, 2;\n}\n\
+                    @%p1 bra DONE;\n\
+                    st.global.u32 [%rd1+8], %r1;\n\
+                    DONE:\nret;\n}\n";
+        let lowered = super::lower_text(FileId(0), text, 0);
+        assert!(lowered.diagnostics.is_empty(), "{:?}", lowered.diagnostics);
+        let func = lowered.modules.into_iter().next().unwrap().functions.remove(0);
+        let setps: Vec<&fencelint_ir::Inst> =
+            func.insts.iter().filter(|i| i.opcode.starts_with("setp")).collect();
+        let defs: Vec<fencelint_ir::Reg> = setps.iter().map(|i| i.defs[0]).collect();
+        let outer = defs[0];
+        assert_eq!(func.reg_name(outer), "%p1");
+        assert!(defs[1] != outer && defs[2] != outer && defs[1] != defs[2], "{defs:?}");
+        let guard = |opcode: &str| {
+            let inst = func.insts.iter().find(|i| i.opcode.starts_with(opcode)).unwrap();
+            inst.guard.unwrap().reg
+        };
+        // The nested block's store is under the first block's `%p1`, the branch after both
+        // blocks under the body's.
+        assert_eq!(guard("st.global"), defs[1]);
+        assert_eq!(guard("bra"), outer);
+        // `t1` of `t<2>` declared in the block is a register (no `%`), the block's.
+        let mov = func.insts.iter().find(|i| i.opcode.starts_with("mov")).unwrap();
+        let store = func.insts.iter().find(|i| i.opcode.starts_with("st.global")).unwrap();
+        assert_eq!(mov.defs.len(), 1);
+        assert!(store.uses.contains(&mov.defs[0]));
     }
 
     /// `and.b32` with a constant (either operand) is a mask, with two registers an `And`; on
