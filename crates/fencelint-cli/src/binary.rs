@@ -387,10 +387,10 @@ pub(crate) fn lint_binaries(
     let parts_left: Vec<AtomicUsize> = units.iter().map(|_| AtomicUsize::new(0)).collect();
     let workers = workers();
     if tools.nvdisasm.is_some() {
-        // Two parts a worker: nvdisasm's time is not proportional to code size, and smaller
-        // parts even out the end of the run (NCCL sm_90 on 2 cores: 126.6 s with 2 parts,
-        // 121.6 s with 4; each part reloads the cubin, 1.7 s for NCCL's 108 MB one).
-        units = split_large_cubins(units, workers * 2, split_size());
+        // Up to two parts a worker: nvdisasm's time is not proportional to code size, and
+        // smaller parts even out the end of the run (NCCL sm_90 on 2 cores: 126.6 s with 2
+        // parts, 121.6 s with 4; each part reloads the cubin, 1.7 s for NCCL's 108 MB one).
+        units = split_large_cubins(units, workers, split_size());
     }
 
     for unit in &units {
@@ -1755,9 +1755,6 @@ fn split_size() -> u64 {
     std::env::var("FENCELINT_SPLIT_MIN").ok().and_then(|v| v.parse().ok()).unwrap_or(4 << 20)
 }
 
-/// Splits each cubin of `min_size` bytes or more into up to `parts` units of about equal code
-/// size, so that one huge cubin (NCCL has a 108 MB one) is disassembled by several processes at
-/// once. Each code section goes to exactly one part ([`Elf::functions`]).
 /// Groups functions into at most `parts` parts of about the same code size (longest processing
 /// time first: the heaviest function goes to the lightest part): (size, sorted symbol indices).
 fn balanced(mut functions: Vec<CodeFunction>, parts: usize) -> Vec<(u64, Vec<usize>)> {
@@ -1775,11 +1772,64 @@ fn balanced(mut functions: Vec<CodeFunction>, parts: usize) -> Vec<(u64, Vec<usi
     groups
 }
 
-fn split_large_cubins(units: Vec<Unit>, parts: usize, min_size: u64) -> Vec<Unit> {
+/// The time, in bytes of cubin, that `workers` take to disassemble cubins of `sizes` whole,
+/// each going to the worker with the least to do, largest first (as the workers take them).
+fn makespan(sizes: &[u64], workers: usize) -> u64 {
+    let mut sizes = sizes.to_vec();
+    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    let mut loads = vec![0u64; workers.max(1)];
+    for size in sizes {
+        if let Some(least) = loads.iter_mut().min() {
+            *least += size;
+        }
+    }
+    loads.into_iter().max().unwrap_or(0)
+}
+
+/// How many parts a cubin of `size` bytes is disassembled in, of at most `parts`, when the
+/// cubins to disassemble come to `total` bytes: one for each `total / (2 * parts)` bytes it
+/// holds, rounded up.
+fn parts_for(size: u64, total: u64, parts: usize) -> usize {
+    let share = total / (2 * parts as u64).max(1);
+    if share == 0 {
+        return parts;
+    }
+    usize::try_from(size.div_ceil(share)).unwrap_or(usize::MAX).clamp(1, parts)
+}
+
+/// How many parts each cubin of `sizes` (bytes; 0 for what is not disassembled) is
+/// disassembled in by `workers` ([`split_large_cubins`]).
+fn plan_parts(sizes: &[u64], workers: usize, min_size: u64) -> Vec<usize> {
+    let total: u64 = sizes.iter().sum();
+    let even = total.div_ceil(workers.max(1) as u64);
+    let balanced_whole = makespan(sizes, workers) <= even + even / 4;
+    let parts = |&size: &u64| {
+        if balanced_whole || size < min_size || size == 0 {
+            1
+        } else {
+            parts_for(size, total, workers * 2)
+        }
+    };
+    sizes.iter().map(parts).collect()
+}
+
+/// Splits cubins of `min_size` bytes or more into parts of about equal code size, so that one
+/// huge cubin (NCCL has a 108 MB one) is disassembled by several of the `workers` at once:
+/// two parts a worker at most ([`parts_for`]). Each part reloads the whole cubin, so nothing is
+/// split where the cubins whole already keep the workers about equally busy (within a quarter
+/// of an even share, [`makespan`]): fbgemm-gpu 1.9.0's `fbgemm_gpu_tbe_training_forward.so`
+/// (40 `sm_90a` cubins of 4 to 42 MB, 412 MB) took 156 s with each cut into 4 parts and 125 s
+/// whole, against 225 s for `cuobjdump -sass` (`docs/performance.md`); NCCL's 108 MB `sm_90`
+/// cubin of 124 MB is still cut into 4. Each code section goes to exactly one part
+/// ([`Elf::functions`]).
+fn split_large_cubins(units: Vec<Unit>, workers: usize, min_size: u64) -> Vec<Unit> {
+    let disassembled = |u: &Unit| u.path.is_some() && !u.ptx;
+    let sizes: Vec<u64> = units.iter().map(|u| if disassembled(u) { u.size } else { 0 }).collect();
+    let plan = plan_parts(&sizes, workers, min_size);
     let mut out = Vec::with_capacity(units.len());
-    for unit in units {
-        let functions = match (&unit.path, unit.ptx) {
-            (Some(path), false) if unit.size >= min_size && parts > 1 => {
+    for (unit, parts) in units.into_iter().zip(plan) {
+        let functions = match &unit.path {
+            Some(path) if disassembled(&unit) && parts > 1 => {
                 Elf::open(path).and_then(|mut elf| elf.functions())
             }
             _ => None,
@@ -1825,6 +1875,31 @@ mod tests {
         output.calls_not_followed(f.to_vec(), None);
         output.calls_not_followed(vec!["wait".to_owned()], None);
         (linkable, output)
+    }
+
+    /// A cubin is cut only when the cubins whole would keep one worker busy well after the
+    /// others, and then in parts by its size beside the whole (sizes in MB, two workers).
+    #[test]
+    fn only_a_cubin_large_beside_the_others_is_cut() {
+        const MB: u64 = 1 << 20;
+        let cut = |sizes: &[u64], min_size: u64| -> Vec<usize> {
+            plan_parts(&sizes.iter().map(|s| s * MB).collect::<Vec<_>>(), 2, min_size)
+        };
+        // NCCL's sm_90: one 108 MB cubin of 124 MB (and 57 small ones).
+        let mut nccl = vec![108];
+        nccl.extend([1; 16]);
+        assert_eq!(cut(&nccl, 4 * MB)[..2], [4, 1]);
+        // 40 cubins of 4 to 43 MB, as fbgemm-gpu's forward kernels (4 to 42 MB).
+        let forward: Vec<u64> = (0..40).map(|i| 4 + i).collect();
+        assert!(cut(&forward, 4 * MB).iter().all(|&p| p == 1));
+        // Alone: cut in four. Two alike: each worker takes one. Three alike: cut.
+        assert_eq!(cut(&[40], 0), [4]);
+        assert_eq!(cut(&[40, 40], 0), [1, 1]);
+        assert_eq!(cut(&[40, 40, 40], 0), [3, 3, 3]);
+        // Below the least size, or nothing to disassemble (PTX): whole.
+        assert_eq!(cut(&[40, 2, 0], 4 * MB), [4, 1, 1]);
+        assert_eq!(parts_for(0, 0, 4), 4);
+        assert_eq!(makespan(&[5, 4, 3, 3], 2), 8);
     }
 
     #[test]
@@ -1936,7 +2011,7 @@ mod tests {
                 progress: false,
             };
             let settings = Settings::default();
-            let parts = split_large_cubins(vec![unit()], 4, 0);
+            let parts = split_large_cubins(vec![unit()], 2, 0);
             assert_eq!(parts.len(), 4);
             // As the first part to ask finds them (the whole cubin, small, would be linted
             // whole instead: tests/binary.rs).
