@@ -28,8 +28,8 @@ use rustc_hash::FxHashMap;
 use fencelint_diagnostics::Diagnostic;
 use fencelint_ir::{
     AddrBase, Address, AddressRole, AsyncOp, CompactString, Control, Function, Guard, Inst, InstId,
-    InstKind, IntCompare, Module, Name, Reg, Regs, Relation, SourceLocation, Space, Tcgen05Op,
-    ValueOp, WgmmaOp,
+    InstKind, IntCompare, Module, Name, Reg, Regs, Relation, Scope, Sem, SourceLocation, Space,
+    Tcgen05Op, ValueOp, WgmmaOp,
 };
 pub use fencelint_sass::Arch;
 use fencelint_sass::{
@@ -652,6 +652,7 @@ impl<'a> Body<'a> {
         } else {
             inline_subroutines(&mut self.insts, subroutine_calls)
         };
+        mark_cta_acquires(&mut self.insts);
         let mut func = self.lowering.func;
         header.name.clone_into(&mut func.name);
         func.range = header.range.shifted(base);
@@ -660,6 +661,52 @@ impl<'a> Body<'a> {
         func.inlined_from = inlined_from;
         crate::constants::fold_call_constants(&mut func);
         (func, named_calls)
+    }
+}
+
+/// How far after a CTA-scope strong access [`mark_cta_acquires`] looks for its `NOP`.
+const CTA_ACQUIRE_NOP_SPAN: usize = 16;
+
+/// Makes each CTA-scope strong load or returning atomic (`LD.E.STRONG.SM`, `LDG.E.STRONG.SM`,
+/// `ATOMG.E.CAS.STRONG.SM`) that ptxas follows with its `NOP` an acquire. An acquire at CTA
+/// scope needs no invalidate: `ld.acquire.cta` prints as `ld.relaxed.cta` does, plus one `NOP`
+/// after the load, before or just after the first instruction that reads what it loaded
+/// (`sm_80`: `LD.E.STRONG.SM R0, [R2.64]; ISETP.NE.AND P0, PT, R0, RZ, PT; NOP`; `sm_90a` and
+/// `sm_100a`: `LD.E.STRONG.SM R0, [R2.64]; NOP; ISETP...`), and so does `atom.acquire.cta`.
+/// Before `sm_90`, `mbarrier.test_wait` on a generic address is such a load of the barrier's
+/// phase word (`LD.E.STRONG.SM R0, [R9.U32+UR6+0x4]; LOP3.LUT P0, RZ, R0, 0x80000000, RZ,
+/// 0xc0, !PT; NOP`), an acquire at CTA scope: without the `NOP`, every such wait read as a
+/// relaxed poll. The search stops at any instruction that accesses memory, orders or transfers
+/// control, and one instruction past the first reader of the loaded registers.
+fn mark_cta_acquires(insts: &mut [Inst]) {
+    for at in 0..insts.len() {
+        let (InstKind::Load(mem) | InstKind::Atomic { mem, returns: true }) = &insts[at].kind
+        else {
+            continue;
+        };
+        let cta_relaxed = mem.sem == Sem::Relaxed
+            && mem.scope == Some(Scope::Cta)
+            && matches!(mem.space, Space::Global | Space::Generic);
+        if !cta_relaxed || insts[at].defs.is_empty() {
+            continue;
+        }
+        let loaded = &insts[at].defs;
+        let mut read = false;
+        let mut slot = false;
+        for next in insts.iter().skip(at + 1).take(CTA_ACQUIRE_NOP_SPAN) {
+            if next.opcode == "NOP" && next.guard.is_none() {
+                slot = true;
+                break;
+            }
+            let transfers = next.is_branch() || next.control.exits || !next.falls_to_next();
+            if read || transfers || next.kind.is_memory_or_order() {
+                break;
+            }
+            read = next.uses.iter().any(|reg| loaded.contains(reg));
+        }
+        if slot && let InstKind::Load(mem) | InstKind::Atomic { mem, .. } = &mut insts[at].kind {
+            mem.sem = Sem::Acquire;
+        }
     }
 }
 

@@ -1060,3 +1060,59 @@ fn pure_rows_get_a_key_from_opcode_and_operands() {
     assert_eq!(f.insts[16].value, Some(ValueOp::Copy(f.insts[16].uses[0])));
     assert_eq!(key(16), None);
 }
+
+/// A CTA-scope strong load that ptxas follows with its `NOP` (before or right after the first
+/// reader of what it loaded) is an acquire; one whose `NOP` comes only after a branch, another
+/// memory access or a second instruction past the reader stays relaxed.
+#[test]
+fn a_nop_after_a_cta_scope_load_is_its_acquire() {
+    // Hand-written, in the shapes of the compiled `cta_acquire_poll.cu`.
+    let listing = "
+        /*0000*/                   LD.E.STRONG.SM R0, [R2.64] ;
+        /*0010*/                   NOP ;
+        /*0020*/                   ISETP.NE.AND P0, PT, R0, RZ, PT ;
+        /*0030*/                   LDG.E.STRONG.SM R4, [R2.64+0x4] ;
+        /*0040*/                   IADD3 R6, R6, 0x1, RZ ;
+        /*0050*/                   ISETP.NE.AND P1, PT, R4, RZ, PT ;
+        /*0060*/                   NOP ;
+        /*0070*/                   LD.E.STRONG.SM R8, [R2.64+0x8] ;
+        /*0080*/                   ISETP.NE.AND P2, PT, R8, RZ, PT ;
+        /*0090*/              @!P2 BRA 0x70 ;
+        /*00a0*/                   NOP ;
+        /*00b0*/                   LD.E.STRONG.SM R9, [R2.64+0xc] ;
+        /*00c0*/                   LDG.E R10, [R2.64+0x10] ;
+        /*00d0*/                   NOP ;
+        /*00e0*/                   LD.E.STRONG.SM R11, [R2.64+0x14] ;
+        /*00f0*/                   ISETP.NE.AND P3, PT, R11, RZ, PT ;
+        /*0100*/                   IADD3 R6, R6, 0x1, RZ ;
+        /*0110*/                   NOP ;
+        /*0120*/                   LD.E.STRONG.GPU R12, [R2.64+0x18] ;
+        /*0130*/                   NOP ;
+        /*0140*/                   LD.E.STRONG.SM R13, [R2.64+0x1c] ;
+        /*0150*/               @P0 BRA 0x170 ;
+        /*0160*/                   NOP ;
+        /*0170*/                   EXIT ;
+";
+    let modules = lower(listing, SassFormat::CuobjdumpText);
+    let f = only_function(&modules);
+    let sems: Vec<(u32, Sem)> = f
+        .insts
+        .iter()
+        .filter_map(|i| match &i.kind {
+            InstKind::Load(mem) if mem.is_strong() => Some((i.sass_address?, mem.sem)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        sems,
+        [
+            (0x00, Sem::Acquire),
+            (0x30, Sem::Acquire),
+            (0x70, Sem::Relaxed),
+            (0xb0, Sem::Relaxed),
+            (0xe0, Sem::Relaxed),
+            (0x120, Sem::Relaxed),
+            (0x140, Sem::Relaxed),
+        ]
+    );
+}
