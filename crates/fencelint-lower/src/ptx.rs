@@ -307,8 +307,9 @@ struct Pending {
 }
 
 /// The `{ }` blocks of one body, numbered in the order they open (the body itself is block 0),
-/// and the innermost one open while the body is read in order. Labels and registers declared in
-/// a block are local to it.
+/// and the innermost one open while the body is read in order ([`Names::new`] reads it once;
+/// [`Names::block_of`] keeps where each statement is). Labels and registers declared in a block
+/// are local to it.
 #[derive(Default)]
 struct Blocks {
     /// Each block's enclosing block; block 0 has none (its entry is unused).
@@ -360,6 +361,8 @@ struct Names<'a> {
     /// copy, and may shadow a register of the compiler's).
     in_blocks: HashMap<(u32, &'a str), Option<u32>>,
     blocks: Blocks,
+    /// The innermost block around each statement of the body, by statement index.
+    block_of: Vec<u32>,
     /// The block of the instruction being lowered, set by [`lower_body`].
     block: std::cell::Cell<u32>,
     /// For a callee's body lowered into its caller ([`Inliner::inline_calls`]): what is
@@ -374,7 +377,9 @@ impl<'a> Names<'a> {
         let mut declared = HashMap::new();
         let mut in_blocks = HashMap::new();
         let mut blocks = Blocks::default();
+        let mut block_of = Vec::with_capacity(statements.len());
         for statement in statements {
+            block_of.push(blocks.current());
             match statement {
                 ast::Statement::ScopeOpen(_) => blocks.open(),
                 ast::Statement::ScopeClose(_) => blocks.close(),
@@ -394,7 +399,7 @@ impl<'a> Names<'a> {
             }
         }
         blocks.open.clear();
-        Self { declared, in_blocks, blocks, block: std::cell::Cell::new(0), suffix }
+        Self { declared, in_blocks, blocks, block_of, block: std::cell::Cell::new(0), suffix }
     }
 
     /// Names declared with `.reg` anywhere in the body are registers, even without `%` (`t1`
@@ -529,33 +534,20 @@ fn lower_function(
 /// before or after the branch.
 #[derive(Default)]
 struct ScopedLabels<'a> {
-    blocks: Blocks,
-    /// Each label's pending instruction index, by block and name.
+    /// Each label's pending instruction index, by block ([`Blocks`]' numbers) and name.
     labels: HashMap<(u32, &'a str), u32>,
 }
 
 impl<'a> ScopedLabels<'a> {
-    fn current(&self) -> u32 {
-        self.blocks.current()
+    /// Declares `name` in `block`; of two declarations in one block (invalid PTX) the later one
+    /// counts.
+    fn declare(&mut self, block: u32, name: &'a str, index: u32) {
+        self.labels.insert((block, name), index);
     }
 
-    fn open(&mut self) {
-        self.blocks.open();
-    }
-
-    fn close(&mut self) {
-        self.blocks.close();
-    }
-
-    /// Declares `name` in the current scope; of two declarations in one scope (invalid PTX)
-    /// the later one counts.
-    fn declare(&mut self, name: &'a str, index: u32) {
-        self.labels.insert((self.current(), name), index);
-    }
-
-    /// The label `name` as a branch in `scope` sees it.
-    fn resolve(&self, scope: u32, name: &str) -> Option<u32> {
-        self.blocks.outwards(scope).find_map(|block| self.labels.get(&(block, name)).copied())
+    /// The label `name` as a branch in `block` of `blocks` sees it.
+    fn resolve(&self, blocks: &Blocks, block: u32, name: &str) -> Option<u32> {
+        blocks.outwards(block).find_map(|block| self.labels.get(&(block, name)).copied())
     }
 }
 
@@ -570,7 +562,7 @@ fn lower_body(
 ) -> Vec<CallSite> {
     let offset = out.insts.len() as u32;
     let mut labels = ScopedLabels::default();
-    // The scope each pending instruction is in, for its branches' labels.
+    // The block each pending instruction is in, for its branches' labels.
     let mut scope_of: Vec<u32> = Vec::with_capacity(statements.len());
     let mut branch_tables: HashMap<&str, Vec<String>> = HashMap::new();
     // At most one instruction a statement: sized once, not grown by doubling (an `Inst` is
@@ -579,11 +571,11 @@ fn lower_body(
     let mut calls = Vec::new();
     let mut loc: Option<std::sync::Arc<SourceLocation>> = None;
     let mut inlining = InlineSites::new(statements, files);
-    for statement in statements {
+    for (statement, &block) in statements.iter().zip(&names.block_of) {
         match statement {
-            ast::Statement::Label(label) => labels.declare(label.name, pending.len() as u32),
-            ast::Statement::ScopeOpen(_) => labels.open(),
-            ast::Statement::ScopeClose(_) => labels.close(),
+            ast::Statement::Label(label) => {
+                labels.declare(block, label.name, pending.len() as u32);
+            }
             ast::Statement::Loc(l) => {
                 loc = files.get(&l.file).map(|name| {
                     std::sync::Arc::new(SourceLocation {
@@ -603,12 +595,12 @@ fn lower_body(
             }
             ast::Statement::Instruction(instruction) => {
                 let id = InstId(offset + pending.len() as u32);
-                names.block.set(labels.current());
+                names.block.set(block);
                 calls.extend(CallSite::of(id, instruction, names));
                 let mut lowered = lower_instruction(out, instruction, names, base);
                 lowered.inst.source.clone_from(&loc);
                 pending.push(lowered);
-                scope_of.push(labels.current());
+                scope_of.push(block);
             }
             ast::Statement::Unknown(unknown) => {
                 let mut inst = Inst::new(
@@ -618,13 +610,14 @@ fn lower_body(
                 );
                 inst.source.clone_from(&loc);
                 pending.push(Pending { inst, targets: Vec::new() });
-                scope_of.push(labels.current());
+                scope_of.push(block);
             }
             _ => {}
         }
     }
 
     let n = pending.len() as u32;
+    let blocks = &names.blocks;
     out.insts.reserve_exact(pending.len());
     for (mut p, scope) in pending.into_iter().zip(scope_of) {
         let mut names = Vec::new();
@@ -641,7 +634,7 @@ fn lower_body(
             }
         }
         for name in names {
-            match labels.resolve(scope, &name) {
+            match labels.resolve(blocks, scope, &name) {
                 Some(idx) if idx < n => p.inst.control.targets.push(InstId(offset + idx)),
                 Some(_) => {
                     // A label after the last instruction: the branch leaves the function.
