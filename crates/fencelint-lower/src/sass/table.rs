@@ -858,6 +858,17 @@ mod tests {
         // (mbarrier.inval), the other ends an mbarrier.init written with STS.64.
         assert_eq!(t.classify("SYNCS.CCTL.IV").kind, InstKind::Mbarrier(MbarrierOp::Inval));
         assert_eq!(t.classify("SYNCS.CCTL.IVALL").kind, InstKind::Mbarrier(MbarrierOp::Init));
+        // On sm_80 an mbarrier.arrive on a generic address is an `ATOM` with the `ARRIVE`
+        // modifier: an arrive, not an atomic on the barrier word.
+        let arrive = MbarrierOp::Arrive {
+            expect_tx: false,
+            drop: false,
+            sem: Sem::Relaxed,
+            scope: Scope::Cta,
+            remote: false,
+        };
+        assert_eq!(t.classify("ATOM.E.ARRIVE.64.STRONG.SM").kind, InstKind::Mbarrier(arrive));
+        assert_eq!(t.classify("ATOMS.ARRIVE.64").kind, InstKind::Mbarrier(arrive));
         let unknown = t.classify("QUUX.64");
         assert_eq!((unknown.row, unknown.kind), (None, InstKind::Other));
     }
