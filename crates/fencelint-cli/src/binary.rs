@@ -1028,7 +1028,8 @@ fn lint_unit(
     };
     let (tool, args) = match (&tools.nvdisasm, &tools.cuobjdump) {
         (Some(nvdisasm), _) => {
-            (nvdisasm, nvdisasm_args(path, companion.is_some(), streamed.as_deref()))
+            let encodings = wants_encodings(unit.arch.as_deref());
+            (nvdisasm, nvdisasm_args(path, companion.is_some(), encodings, streamed.as_deref()))
         }
         (None, Some(cuobjdump)) => {
             (cuobjdump, vec![OsString::from("-sass"), path.clone().into_os_string()])
@@ -1289,8 +1290,21 @@ pub(crate) fn lint_alone(
     )
 }
 
+/// Whether the listing of a cubin for `arch` should print each instruction's encoding: only
+/// where tensor memory exists (`sm_100` to `sm_11x`), whose `tcgen05.wait::ld` shows only in the
+/// scoreboard bits of the encoding (`fencelint_ir::Scoreboards`); elsewhere nothing reads them
+/// and the listing stays half the size.
+fn wants_encodings(arch: Option<&str>) -> bool {
+    arch.and_then(Arch::parse).is_some_and(|arch| (100..120).contains(&arch.number))
+}
+
 /// The arguments of `nvdisasm` for a cubin, or for some of its functions (symbol indices).
-fn nvdisasm_args(path: &Path, ptx_lines: bool, functions: Option<&[usize]>) -> Vec<OsString> {
+fn nvdisasm_args(
+    path: &Path,
+    ptx_lines: bool,
+    encodings: bool,
+    functions: Option<&[usize]>,
+) -> Vec<OsString> {
     // `-gi` and `-gp` together print both markers: source lines with the call sites of inlined
     // code for every rule, PTX lines for the pair rules. (`-gi` prints what `-g` prints for a
     // cubin without line info, as fast; `-ndf` and `-novliw` print the same listing for NCCL's
@@ -1298,6 +1312,9 @@ fn nvdisasm_args(path: &Path, ptx_lines: bool, functions: Option<&[usize]>) -> V
     let mut args = vec![OsString::from("-c"), OsString::from("-gi")];
     if ptx_lines {
         args.push(OsString::from("-gp"));
+    }
+    if encodings {
+        args.push(OsString::from("-hex"));
     }
     if let Some(functions) = functions {
         let list: Vec<String> = functions.iter().map(ToString::to_string).collect();
@@ -1493,7 +1510,8 @@ impl Callees {
             balanced(callable.clone(), workers * 2).into_iter().map(|(_, part)| part).collect();
         let disassemble = |part: &[usize]| {
             let _slot = Slots::take();
-            let args = nvdisasm_args(path, ptx_lines, Some(part));
+            let encodings = wants_encodings(unit.arch.as_deref());
+            let args = nvdisasm_args(path, ptx_lines, encodings, Some(part));
             let arch = unit.arch.as_deref().and_then(Arch::parse);
             tools::run_streaming(nvdisasm, &args, path.parent(), timeout, |reader| {
                 FunctionSplitter::new(reader)

@@ -82,6 +82,27 @@ fn json_output_carries_the_kernel_and_the_sass_address() {
     assert!(found, "{doc:#}");
 }
 
+/// From `sm_100` on, the binary path asks nvdisasm for the encodings (`-hex`), whose scoreboard
+/// bits show `tcgen05.wait::ld`: a tensor-memory load handed over before any instruction waits
+/// on its scoreboard is reported from the cubin, as from its cuobjdump listing, and the kernel
+/// that waits is not.
+#[test]
+fn an_unwaited_tensor_memory_load_is_found_in_an_sm_100_cubin() {
+    let cubin = "fixtures/compiled/sm_100a/tcgen05.cubin";
+    let args = ["--format", "json", "--select", "tcgen05-access-not-waited", cubin];
+    let Some(out) = check_with_tools("tensor memory load", &args) else { return };
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let loads: Vec<&str> = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["message"].as_str().unwrap().starts_with("`LDTM"))
+        .map(|d| d["kernel"].as_str().unwrap())
+        .collect();
+    assert!(loads.contains(&"tmem_ld_then_arrive_without_wait"), "{doc:#}");
+    assert!(!loads.contains(&"tmem_ld_wait_then_arrive"), "{doc:#}");
+}
+
 #[test]
 fn a_fat_binary_lints_every_cubin_and_the_ptx() {
     let Some(out) = check_with_tools("fatbin", &[FATBIN]) else { return };

@@ -182,6 +182,35 @@ pub struct Control {
     pub condition: Option<Guard>,
 }
 
+/// The dependency scoreboards of a SASS instruction (`sm_70` and later), read from the control
+/// bits of its encoding: a variable-latency instruction (a load, `LDTM`, a shared-memory
+/// access) counts up a scoreboard when it issues and down when its result is written, and an
+/// instruction that waits on a scoreboard issues only once it is down to zero. So an
+/// instruction that waits on the scoreboard a load writes runs after that load completed; this
+/// is how `tcgen05.wait::ld` shows in SASS (a `NOP` that waits on the `LDTM`'s scoreboard).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Scoreboards {
+    /// The scoreboard (0 to 5) released when the result is written.
+    pub write: Option<u8>,
+    /// The scoreboards waited on before issuing, one bit each (bit `n`: `SBn`).
+    pub wait: u8,
+}
+
+impl Scoreboards {
+    /// The scoreboards of the control bits `control` (bits 41 to 62 of the encoding's high
+    /// word, shifted down): stall cycles (4 bits), yield (1), write scoreboard (3, 7 for none),
+    /// read scoreboard (3), wait mask (6), operand reuse (4).
+    pub fn from_control(control: u32) -> Self {
+        let write = ((control >> 5) & 7) as u8;
+        Self { write: (write < 6).then_some(write), wait: ((control >> 11) & 0x3f) as u8 }
+    }
+
+    /// Whether the instruction waits for scoreboard `sb` to be released.
+    pub fn waits_for(self, sb: u8) -> bool {
+        sb < 6 && self.wait & (1 << sb) != 0
+    }
+}
+
 /// A name that analyses copy often (a parameter, a variable, a constant-bank slot): shared, so
 /// that copying it does not allocate.
 pub type Name = std::sync::Arc<str>;
@@ -567,6 +596,9 @@ pub struct Inst {
     pub sass_address: Option<u32>,
     /// The line of the embedded PTX that produced this SASS instruction (`nvdisasm -gp`).
     pub ptx_line: Option<u32>,
+    /// The scoreboards of a SASS instruction whose listing prints its encoding (cuobjdump,
+    /// `nvdisasm -hex`), `sm_70` and later; `None` otherwise.
+    pub scoreboards: Option<Scoreboards>,
 }
 
 // Lowering moves millions of instructions into their functions' vectors, and the analyses walk
@@ -593,6 +625,7 @@ impl Inst {
             source: None,
             sass_address: None,
             ptx_line: None,
+            scoreboards: None,
         }
     }
 

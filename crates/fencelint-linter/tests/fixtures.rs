@@ -404,18 +404,25 @@ fn compiled(path: &Utf8Path, text: String) -> TestResult {
     };
     let dialect = kind.dialect().as_str();
     // `<stem>.rdc.*` is built with -rdc=true (scripts/build-fixtures.sh): `expect(rdc):` holds
-    // there only, `expect(ptx):` and `expect(sass):` in the other files only.
+    // there only, `expect(ptx):` and `expect(sass):` in the other files only. `expect(encoded):`
+    // holds in the SASS listings that print each instruction's encoding (cuobjdump and
+    // `nvdisasm -hex`), whose scoreboard bits show `tcgen05.wait::ld`.
     let rdc = file_name.contains(".rdc.");
+    let encoded = file_name.contains(".cuobjdump.") || file_name.contains(".nvdisasm-hex.");
     let mut all = Vec::new();
     for cu in &sources {
         all.extend(kernel_expectations(cu)?);
     }
     let (expectations, pending): (Vec<Expectation>, Vec<Expectation>) = all
         .into_iter()
+        // `expect(ptx,encoded):` holds where either does.
         .filter(|e| match e.dialect.as_deref() {
             None => true,
-            Some("rdc") => rdc,
-            Some(d) => d == dialect && !rdc,
+            Some(dialects) => dialects.split(',').any(|d| match d.trim() {
+                "rdc" => rdc,
+                "encoded" => encoded && !rdc,
+                d => d == dialect && !rdc,
+            }),
         })
         .partition(|e| fencelint_rules::find_rule(&e.rule).is_some());
     for e in &pending {

@@ -28,15 +28,15 @@ use rustc_hash::FxHashMap;
 use fencelint_diagnostics::Diagnostic;
 use fencelint_ir::{
     AddrBase, Address, AddressRole, AsyncOp, CompactString, Control, Function, Guard, Inst, InstId,
-    InstKind, IntCompare, Module, Name, Reg, Regs, Relation, Scope, Sem, SourceLocation, Space,
-    Tcgen05Op, ValueOp, WgmmaOp,
+    InstKind, IntCompare, Module, Name, Reg, Regs, Relation, Scope, Scoreboards, Sem,
+    SourceLocation, Space, Tcgen05Op, ValueOp, WgmmaOp,
 };
 pub use fencelint_sass::Arch;
 use fencelint_sass::{
     ConstBank, ConstOperand, MemOperand, MemPrefix, Operand, OperandKind, RegFile, RegRef,
     Register, SassFormat, SassFunction, SassInst, SassLabel, SassModule, SrcLine,
 };
-use fencelint_source::{Dialect, FileId};
+use fencelint_source::{Dialect, FileId, TextRange};
 pub use table::{
     Class, Classification, Defs, Row, TABLE_TEXT, Table, ValueRule, table as semantics,
 };
@@ -128,7 +128,17 @@ impl<'a> fencelint_sass::ListingSink<'a> for LowerSink<'a, '_> {
     fn instruction(&mut self, inst: SassInst<'a>, operands: &[Operand<'a>]) {
         let expected = self.expected;
         let body = self.body.get_or_insert_with(|| Body::with_capacity(expected));
-        body.instruction(&inst, operands, self.base, self.table, self.cache);
+        body.instruction(&inst, operands, self.text, self.base, self.table, self.cache);
+    }
+
+    fn extend_encoding(&mut self, range: TextRange) {
+        // The second, high word of the last instruction: its control bits.
+        if let Some(body) = &mut self.body
+            && let Some(comment) = self.text.get(range.to_usize())
+            && let Some(control) = fencelint_sass::control_bits(comment)
+        {
+            body.set_control(control);
+        }
     }
 
     fn close_function(&mut self, function: SassFunction<'a>) {
@@ -431,7 +441,7 @@ fn lower_function<'a>(
 ) -> (Function, Vec<(InstId, &'a str)>) {
     let mut body = Body::with_capacity(func.instructions.len());
     for inst in &func.instructions {
-        body.instruction(inst, &inst.operands, base, table, cache);
+        body.instruction(inst, &inst.operands, text, base, table, cache);
     }
     body.finish(func, text, format, base)
 }
@@ -451,6 +461,9 @@ struct Body<'a> {
     calls: Vec<(InstId, BranchRef<'a>)>,
     /// Where the first instruction starts (kept or not): the function's header ends there.
     first_start: Option<u32>,
+    /// Whether the last instruction read was kept (an `@!PT` one is not): the encoding words
+    /// that follow it belong to the last lowered instruction only then.
+    last_kept: bool,
     /// The last chain of call sites lowered (`-gi`), with the parser's chain it came from (kept
     /// alive, so that the same pointer is the same chain): one per run of instructions.
     inlined: Option<(CallSites<'a>, Arc<[SourceLocation]>)>,
@@ -486,8 +499,22 @@ impl<'a> Body<'a> {
             branches: Vec::new(),
             calls: Vec::new(),
             first_start: None,
+            last_kept: false,
             inlined: None,
             source: None,
+        }
+    }
+
+    /// Gives the last instruction read the scoreboards of the control bits `control`, keeping
+    /// the scoreboard that a `DEPBAR.LE SBn, 0x0` waits for.
+    fn set_control(&mut self, control: u32) {
+        if !self.last_kept {
+            return;
+        }
+        if let Some(slot) = self.insts.last_mut() {
+            let mut scoreboards = Scoreboards::from_control(control);
+            scoreboards.wait |= slot.scoreboards.map_or(0, |s| s.wait);
+            slot.scoreboards = Some(scoreboards);
         }
     }
 
@@ -509,14 +536,17 @@ impl<'a> Body<'a> {
         &mut self,
         inst: &SassInst<'a>,
         operands: &[Operand<'a>],
+        text: &str,
         base: u32,
         table: &table::Table,
         cache: &mut OpcodeCache,
     ) {
         self.first_start.get_or_insert(inst.range.start);
+        self.last_kept = false;
         if inst.guard.is_some_and(fencelint_sass::Guard::is_never) {
             return;
         }
+        self.last_kept = true;
         let facts = cache.get(table, inst.opcode);
         let kind = kind_of(inst, operands, facts, table);
         let id = InstId(self.insts.len() as u32);
@@ -531,6 +561,14 @@ impl<'a> Body<'a> {
                 InstKind::Call => self.calls.push((id, branch)),
                 _ => self.branches.push((id, branch)),
             }
+        }
+        if let Some(sb) = depbar_zero(operands, &facts.opcode)
+            && let Some(slot) = self.insts.last_mut()
+        {
+            slot.scoreboards = Some(Scoreboards { write: None, wait: 1 << sb });
+        }
+        if let Some(control) = inst.control_bits(text) {
+            self.set_control(control);
         }
         if let Some(line) = inst.src_line {
             let source = self.source(line, inst.inlined_at.as_ref());
@@ -571,6 +609,13 @@ impl<'a> Body<'a> {
         format: SassFormat,
         base: u32,
     ) -> (Function, Vec<(InstId, &'a str)>) {
+        // Before sm_70 an instruction is one 64-bit word and the control bits are grouped in
+        // words of their own: the words beside an instruction are no 128-bit encoding.
+        if header.arch.is_some_and(|arch| arch.number < 70) {
+            for inst in &mut self.insts {
+                inst.scoreboards = None;
+            }
+        }
         let targets = Targets { addresses: &self.addresses, labels: &header.labels };
         let mut sorted: Vec<(&str, u64)> = Vec::new();
         if self.branches.iter().chain(&self.calls).any(|(_, b)| matches!(b, BranchRef::Label(_))) {
@@ -784,6 +829,17 @@ fn def_count(defs: Defs, operands: &[Operand<'_>]) -> usize {
         }
     };
     n.min(operands.len())
+}
+
+/// The scoreboard `n` of `DEPBAR.LE SBn, 0x0`, which waits for it as a wait mask does.
+fn depbar_zero(operands: &[Operand<'_>], opcode: &str) -> Option<u8> {
+    if opcode != "DEPBAR.LE" {
+        return None;
+    }
+    let [first, count, ..] = operands else { return None };
+    let sb = first.reg().filter(|r| r.reg.file == RegFile::SB)?;
+    let index = u8::try_from(sb.reg.index).ok().filter(|&n| n < 6)?;
+    (count.imm() == Some(0)).then_some(index)
 }
 
 /// The kind of `inst`: its opcode's, unless its operands say otherwise.

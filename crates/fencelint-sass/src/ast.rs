@@ -208,6 +208,21 @@ impl<'a> SassInst<'a> {
         self.modifiers().any(|m| m == modifier)
     }
 
+    /// The control bits of a 128-bit (`sm_70` and later) encoding: bits 41 to 61 of its second,
+    /// high word, shifted down (see `fencelint_ir::Scoreboards::from_control`). `None` when the
+    /// listing prints no encoding or not two full 64-bit words (`sm_50` to `sm_62` print one word
+    /// per instruction and their control bits apart). `text` is the input the instruction was
+    /// parsed from.
+    pub fn control_bits(&self, text: &str) -> Option<u32> {
+        let comments = text.get(self.encoding?.to_usize())?;
+        // Two words are two comments of 24 bytes at least: the one-word range of a cuobjdump
+        // instruction line (its second word comes on the next line) is turned away at once.
+        if comments.len() < 48 {
+            return None;
+        }
+        control_bits(&comments[comments.rfind("/*")?..])
+    }
+
     /// The 64-bit encoding words in the text at [`SassInst::encoding`]; `text` is the input
     /// the instruction was parsed from.
     pub fn encoding_words<'t>(&self, text: &'t str) -> impl Iterator<Item = u64> + use<'t> {
@@ -218,6 +233,53 @@ impl<'a> SassInst<'a> {
         })
     }
 }
+
+/// The control bits of the word that `comment` starts with, taken for the high word of a
+/// 128-bit encoding (`/* 0x000fe20000000f00 */`, the line cuobjdump and `nvdisasm -hex` print
+/// under the instruction): bits 41 to 61, shifted down. `None` unless the word has 16 digits.
+pub fn control_bits(comment: &str) -> Option<u32> {
+    let bytes = comment.as_bytes();
+    // `/* 0x`: the word starts within the first few bytes. This runs for every instruction of
+    // a listing, so no search is set up for it and the digits are read through a table.
+    let x = match bytes.get(4) {
+        Some(b'x') => 4,
+        _ => bytes.iter().take(8).position(|&b| b == b'x')?,
+    };
+    if x == 0 || bytes[x - 1] != b'0' {
+        return None;
+    }
+    let digits = bytes.get(x + 1..x + 17)?;
+    if HEX[usize::from(digits[15])] > 15 || bytes.get(x + 17).is_some_and(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    // The first six digits are bits 40 to 63.
+    let mut top = 0u32;
+    for &digit in &digits[..6] {
+        let value = HEX[usize::from(digit)];
+        if value > 15 {
+            return None;
+        }
+        top = top << 4 | u32::from(value);
+    }
+    Some((top >> 1) & 0x1f_ffff)
+}
+
+/// The value of each hexadecimal digit; 255 for any other byte.
+const HEX: [u8; 256] = {
+    let mut table = [255u8; 256];
+    let mut i = 0;
+    while i < 10 {
+        table[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        table[b'a' as usize + i] = 10 + i as u8;
+        table[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    table
+};
 
 /// The register files that SASS operands name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

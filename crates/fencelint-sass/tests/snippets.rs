@@ -581,3 +581,26 @@ fn a_sink_receives_what_the_tree_holds() {
     fencelint_sass::parse_function_text_into(chunk.text(), chunk.arch, &mut sink);
     assert!(sink.expected[0] > 0, "one function: its size is expected");
 }
+
+/// The control bits of a 128-bit encoding's high word (measured: `fixtures/compiled/sm_100a/
+/// tcgen05.cuobjdump.sass`, `tmem_ld_wait_then_arrive`): `LDTM R5, tmem[UR7]` releases
+/// scoreboard 1 when its registers are written (and waits on scoreboard 1 itself, for the
+/// `LDS` that loaded the tensor-memory base), the `NOP` that `tcgen05.wait::ld` became waits
+/// on scoreboard 1, and the `NOP` before it waits on nothing.
+#[test]
+fn control_bits_name_the_scoreboards() {
+    use fencelint_sass::control_bits;
+    let ldtm = control_bits("/* 0x002e620008040000 */").unwrap();
+    assert_eq!((ldtm >> 5) & 7, 1, "write scoreboard");
+    assert_eq!((ldtm >> 8) & 7, 7, "no read scoreboard");
+    assert_eq!((ldtm >> 11) & 0x3f, 0b10, "waits on SB1");
+    let wait = control_bits("/* 0x002fe20000000000 */").unwrap();
+    assert_eq!((wait >> 5) & 7, 7, "no write scoreboard");
+    assert_eq!((wait >> 11) & 0x3f, 0b10, "waits on SB1");
+    let plain = control_bits("/* 0x000fe20000000000 */").unwrap();
+    assert_eq!((plain >> 11) & 0x3f, 0, "waits on nothing");
+    // Not a full 64-bit word, or more digits than one: no control bits.
+    assert_eq!(control_bits("/* 0x2fe20000000000 */"), None);
+    assert_eq!(control_bits("/* 0x002fe200000000001 */"), None);
+    assert_eq!(control_bits("no word"), None);
+}

@@ -1116,3 +1116,56 @@ fn a_nop_after_a_cta_scope_load_is_its_acquire() {
         ]
     );
 }
+
+#[test]
+fn scoreboards_come_from_the_encodings_high_word() {
+    // Hand-written, with the encodings of the compiled `tcgen05.cu` (sm_100a): the second word,
+    // on a line of its own, carries the control bits.
+    let listing = "
+	code for sm_100a
+		Function : k
+        /*0000*/                   LDTM R5, tmem[UR7] ;                 /* 0x00000007000579ee */
+                                                                        /* 0x002e620008040000 */
+        /*0010*/                   DEPBAR.LE SB1, 0x0 ;                 /* 0x000080000000791a */
+                                                                        /* 0x000fe20000000000 */
+        /*0020*/                   DEPBAR.LE SB1, 0x1 ;                 /* 0x000080400000791a */
+                                                                        /* 0x000fe20000000000 */
+        /*0030*/                   NOP ;                                /* 0x0000000000007918 */
+                                                                        /* 0x000fe20000000000 */
+        /*0040*/              @!PT LDS RZ, [RZ] ;                       /* 0x00000000ff00798c */
+                                                                        /* 0x002fe20000000000 */
+        /*0050*/                   NOP ;                                /* 0x0000000000007918 */
+                                                                        /* 0x002fe20000000000 */
+        /*0060*/                   EXIT ;
+		..........
+";
+    let modules = lower(listing, SassFormat::CuobjdumpText);
+    let f = only_function(&modules);
+    let boards: Vec<(u32, Option<u8>, u8)> = f
+        .insts
+        .iter()
+        .map(|i| {
+            let s = i.scoreboards.unwrap_or_default();
+            (i.sass_address.unwrap(), s.write, s.wait)
+        })
+        .collect();
+    assert_eq!(
+        boards,
+        [
+            (0x00, Some(1), 0b10),
+            (0x10, None, 0b10),
+            (0x20, None, 0),
+            // The dropped `@!PT` instruction's words are not the `NOP`'s before it.
+            (0x30, None, 0),
+            (0x50, None, 0b10),
+            (0x60, None, 0),
+        ]
+    );
+    assert!(f.insts[0].scoreboards.is_some() && f.insts[5].scoreboards.is_none());
+
+    // Before sm_70 the words beside an instruction are no 128-bit encoding.
+    let old = listing.replace("sm_100a", "sm_61");
+    let modules = lower(&old, SassFormat::CuobjdumpText);
+    let f = only_function(&modules);
+    assert!(f.insts.iter().all(|i| i.scoreboards.is_none()));
+}

@@ -4,7 +4,7 @@
 
 use fencelint_cfg::{FunctionAnalysis, Point};
 use fencelint_diagnostics::Severity;
-use fencelint_ir::{Barrier, Dialect, InstId, InstKind, MbarrierOp, Tcgen05Op};
+use fencelint_ir::{Barrier, Dialect, Inst, InstId, InstKind, MbarrierOp, Tcgen05Op};
 
 use crate::{Category, Dialects, FunctionCx, Rule, RuleMeta, Status};
 
@@ -27,22 +27,53 @@ impl Rule for Tcgen05AccessNotWaited {
 
     fn check_function(&self, cx: &mut FunctionCx<'_>) {
         let analysis = cx.analysis;
-        // In SASS `tcgen05.wait::ld` leaves no instruction, so only stores can be checked there.
         let sass = cx.module.dialect == Some(Dialect::Sass);
         // Only memory and ordering instructions can match (`FunctionAnalysis::memory_insts`).
         for &access in analysis.memory_insts() {
             let Some(kind) = access_kind(analysis, access) else { continue };
-            if sass && kind == Access::Load {
-                continue;
-            }
-            let handovers = unwaited_handovers(analysis, access, kind);
+            let Some(wait) = Wait::of(analysis, access, kind, sass) else { continue };
+            let handovers = unwaited_handovers(analysis, access, wait);
             let Some(&first) = handovers.first() else { continue };
             let later = handovers
                 .iter()
-                .map(|&handover| waited_before_another_arrive(analysis, handover, kind))
+                .map(|&handover| waited_before_another_arrive(analysis, handover, wait))
                 .collect::<Option<Vec<_>>>()
                 .and_then(|later| later.first().copied());
-            report(cx, access, kind, first, handovers.len(), later);
+            report(cx, access, wait, first, handovers.len(), later);
+        }
+    }
+}
+
+/// What completes an access: the PTX wait of its kind (`FENCE.VIEW.ASYNC.T` for a SASS store),
+/// or, for a SASS `LDTM`, whose `tcgen05.wait::ld` leaves no instruction of its own, any
+/// instruction that waits on the scoreboard the `LDTM` releases (ptxas's `NOP` for the wait,
+/// the first reader of the loaded registers, `DEPBAR.LE SBn, 0x0`).
+#[derive(Clone, Copy)]
+struct Wait {
+    kind: Access,
+    scoreboard: Option<u8>,
+}
+
+impl Wait {
+    /// `None` for a SASS `LDTM` whose scoreboards are unknown (a listing without encodings:
+    /// plain `nvdisasm -c`, `nvdisasm -json`): such a load cannot be checked.
+    fn of(
+        analysis: &FunctionAnalysis<'_>,
+        access: InstId,
+        kind: Access,
+        sass: bool,
+    ) -> Option<Self> {
+        if !(sass && kind == Access::Load) {
+            return Some(Self { kind, scoreboard: None });
+        }
+        let scoreboard = analysis.func.inst(access).scoreboards?.write?;
+        Some(Self { kind, scoreboard: Some(scoreboard) })
+    }
+
+    fn completes(self, inst: &Inst) -> bool {
+        match self.scoreboard {
+            Some(sb) => inst.scoreboards.is_some_and(|s| s.waits_for(sb)),
+            None => matches!(inst.kind, InstKind::Tcgen05(op) if self.kind.completes(op)),
         }
     }
 }
@@ -91,16 +122,12 @@ fn is_handover(kind: &InstKind) -> bool {
     )
 }
 
-fn unwaited_handovers(
-    analysis: &FunctionAnalysis<'_>,
-    access: InstId,
-    kind: Access,
-) -> Vec<InstId> {
+fn unwaited_handovers(analysis: &FunctionAnalysis<'_>, access: InstId, wait: Wait) -> Vec<InstId> {
     let func = analysis.func;
     analysis.reachable_avoiding(
         Point::After(access),
         |id| is_handover(&func.inst(id).kind),
-        |id| matches!(func.inst(id).kind, InstKind::Tcgen05(op) if kind.completes(op)),
+        |id| wait.completes(func.inst(id)),
     )
 }
 
@@ -116,7 +143,7 @@ fn unwaited_handovers(
 fn waited_before_another_arrive(
     analysis: &FunctionAnalysis<'_>,
     handover: InstId,
-    kind: Access,
+    wait: Wait,
 ) -> Option<(InstId, InstId)> {
     let func = analysis.func;
     let arrive_address = |id: InstId| match func.inst(id).kind {
@@ -128,8 +155,7 @@ fn waited_before_another_arrive(
         InstKind::Barrier(Barrier::CtaSync | Barrier::CtaArrive | Barrier::CtaReduce) => None,
         _ => Some(arrive_address(handover)?),
     };
-    let waits =
-        |id: InstId| matches!(func.inst(id).kind, InstKind::Tcgen05(op) if kind.completes(op));
+    let waits = |id: InstId| wait.completes(func.inst(id));
     let after = Point::After(handover);
     // Every path waits: no exit is reachable on a path without the wait.
     let ends = |id: InstId| func.inst(id).control.exits;
@@ -146,7 +172,7 @@ fn waited_before_another_arrive(
 fn report(
     cx: &mut FunctionCx<'_>,
     access: InstId,
-    kind: Access,
+    wait: Wait,
     handover: InstId,
     n: usize,
     later: Option<(InstId, InstId)>,
@@ -159,13 +185,16 @@ fn report(
         InstKind::Mbarrier(_) => "hands its tensor memory to another thread",
         _ => "lets other threads reuse its tensor memory",
     };
-    let wait = if sass {
-        format!("`{}` (`FENCE.VIEW.ASYNC.T`)", kind.wait())
-    } else {
-        format!("`{}`", kind.wait())
+    let kind = wait.kind;
+    let shown = match (sass, wait.scoreboard) {
+        (false, _) => format!("`{}`", kind.wait()),
+        (true, None) => format!("`{}` (`FENCE.VIEW.ASYNC.T`)", kind.wait()),
+        (true, Some(sb)) => {
+            format!("`{}` (no instruction waits on its scoreboard `SB{sb}`)", kind.wait())
+        }
     };
     let message = format!(
-        "`{}` is not waited for with {wait} before `{}` {what}",
+        "`{}` is not waited for with {shown} before `{}` {what}",
         access_inst.opcode, handover_inst.opcode,
     );
     let handover_label = match handover_inst.kind {
@@ -178,6 +207,12 @@ fn report(
             _ => "barrier",
         };
         format!("if this {this} hands the columns over, insert `{};` before it", kind.wait())
+    } else if sass && wait.scoreboard.is_some() {
+        format!(
+            "insert `{};` after the `tcgen05.ld` in the PTX (ptxas then makes an instruction \
+             before the handover wait on the `LDTM`'s scoreboard)",
+            kind.wait()
+        )
     } else if sass {
         format!(
             "insert `{};` after the `tcgen05.st` in the PTX (ptxas emits `FENCE.VIEW.ASYNC.T`)",
