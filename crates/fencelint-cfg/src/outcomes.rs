@@ -29,7 +29,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
-use fencelint_ir::{Comparison, InstId, JoinedTo, Reg, ValueOp};
+use fencelint_ir::{Comparison, InstId, IntCompare, JoinedTo, Reg, Relation, ValueOp};
 
 use crate::{BlockId, FunctionAnalysis, ValueNumber};
 
@@ -146,6 +146,17 @@ impl FunctionAnalysis<'_> {
         Some(CondBranch { inst, guard, condition: control.condition, taken, not_taken })
     }
 
+    /// Whether a walk that learns outcomes ([`FunctionAnalysis::walk_forward_learning`]) may
+    /// find the branch that ends `block` decided: some other branch tests its predicate's value
+    /// or a value it is made of.
+    pub fn branch_learnable(&self, block: BlockId) -> bool {
+        let Some(branch) = self.cond_branch(block) else { return false };
+        let info = self.outcome_info();
+        std::iter::once(branch.guard)
+            .chain(branch.condition)
+            .any(|guard| info.useful.contains(&self.value_number(branch.inst, guard.reg)))
+    }
+
     /// Whether walks can learn anything in this function.
     pub(crate) fn learns_outcomes(&self) -> bool {
         !self.outcome_info().useful.is_empty()
@@ -177,7 +188,7 @@ impl FunctionAnalysis<'_> {
 
     /// Adds to `outcomes` what following the edge from `block` to `succ` teaches: the value of
     /// the predicate of the branch that ends `block`, and what follows from it.
-    pub(crate) fn learn_edge(&self, block: BlockId, succ: BlockId, outcomes: &mut Outcomes) {
+    pub fn learn_edge(&self, block: BlockId, succ: BlockId, outcomes: &mut Outcomes) {
         self.learn_edge_with(block, succ, outcomes, false);
     }
 
@@ -350,6 +361,7 @@ impl FunctionAnalysis<'_> {
                 // other: `not (canonical read inverted)`.
                 None => {
                     info.parts.insert(value, (Logic::Not, Some((canonical.0, !canonical.1)), None));
+                    self.link_two_constants(*def, comparison, canonical.0, count, info);
                 }
                 // `(a <compare> b) or other`.
                 Some(JoinedTo { other, negated, or }) => {
@@ -371,6 +383,41 @@ impl FunctionAnalysis<'_> {
         for reg in [a, b].into_iter().flatten() {
             self.take_apart(*def, reg, depth + 1, count, info);
         }
+    }
+}
+
+impl FunctionAnalysis<'_> {
+    /// For an (in)equality of a register with a constant `c`, where the register can hold only
+    /// `c` and one other constant `d` ([`FunctionAnalysis::two_constants`]): `x == c` is
+    /// `x != d`. Both canonical values (`canonical` is that of `x == c`) are recorded as each
+    /// other's negation and counted as tested, so a walk that learns one knows the other: a
+    /// lock flag broadcast from one lane, tested `!= 1` on the way into the critical section
+    /// and `!= 0` at the loop's foot, takes the loop's exit only through the critical section.
+    fn link_two_constants(
+        &self,
+        def: InstId,
+        comparison: Comparison,
+        canonical: ValueNumber,
+        count: &mut FxHashMap<ValueNumber, u32>,
+        info: &mut OutcomeInfo,
+    ) {
+        let (compare, reg, Err(constant)) = comparison else { return };
+        if !matches!(compare.relation, Relation::Eq | Relation::Ne) {
+            return;
+        }
+        let Some([a, b]) = self.two_constants(def, reg) else { return };
+        let other = match constant {
+            c if c == a => b,
+            c if c == b => a,
+            _ => return,
+        };
+        let equal = IntCompare { relation: Relation::Eq, ..compare };
+        let (other_canonical, _) = self.comparison_value(def, (equal, reg, Err(other)));
+        for value in [canonical, other_canonical] {
+            *count.entry(value).or_default() += 1;
+        }
+        info.parts.entry(canonical).or_insert((Logic::Not, Some((other_canonical, false)), None));
+        info.parts.entry(other_canonical).or_insert((Logic::Not, Some((canonical, false)), None));
     }
 }
 

@@ -251,3 +251,64 @@ fn is_stable_special(name: &str) -> bool {
     ];
     name.starts_with("c[") || STABLE.iter().any(|prefix| name.starts_with(prefix))
 }
+
+/// How deep [`FunctionAnalysis::two_constants`] follows copies and shuffles.
+const MAX_CONSTANT_DEPTH: usize = 6;
+
+impl FunctionAnalysis<'_> {
+    /// The two constants that `reg`, read at `at`, can hold, when every definition that reaches
+    /// it gives one of them: a constant, a choice of two constants (`SEL R19, RZ, 0x1, P1`), a
+    /// copy, or another lane's value of such a register (`SHFL.IDX`), followed back a few
+    /// steps. One lane takes a lock and broadcasts whether it did
+    /// (`SEL R19, RZ, 0x1, P1; SHFL.IDX PT, R15, R19, RZ, 0x1f`), and the warp tests the flag
+    /// twice (`R15 != 1`, then `R15 != 0`): with the values 0 and 1 only, the first test
+    /// decides the second. `None` for one constant or more than two.
+    pub(crate) fn two_constants(&self, at: InstId, reg: Reg) -> Option<[i64; 2]> {
+        let mut found = Vec::new();
+        self.constants_into(at, reg, 0, &mut found)?;
+        found.sort_unstable();
+        found.dedup();
+        match found.as_slice() {
+            &[a, b] => Some([a, b]),
+            _ => None,
+        }
+    }
+
+    /// Adds the constants `reg` can hold at `at` to `found`; `None` when a definition gives
+    /// something else, or there are more than two.
+    fn constants_into(
+        &self,
+        at: InstId,
+        reg: Reg,
+        depth: usize,
+        found: &mut Vec<i64>,
+    ) -> Option<()> {
+        if depth > MAX_CONSTANT_DEPTH {
+            return None;
+        }
+        let reach = self.reaching_defs(at, reg);
+        if reach.from_entry || reach.defs.is_empty() {
+            return None;
+        }
+        for &def in &reach.defs {
+            let inst = self.func.inst(def);
+            if !inst.defs.contains(&reg) {
+                return None;
+            }
+            match *inst.value.as_ref()? {
+                ValueOp::Imm(value) => found.push(value),
+                ValueOp::Either(a, b) => found.extend([a, b]),
+                ValueOp::Copy(src) | ValueOp::Shuffle(src) if inst.defs.len() <= 2 => {
+                    self.constants_into(def, src, depth + 1, found)?;
+                }
+                _ => return None,
+            }
+            found.sort_unstable();
+            found.dedup();
+            if found.len() > 2 {
+                return None;
+            }
+        }
+        Some(())
+    }
+}

@@ -168,8 +168,11 @@ pub enum FenceKind {
 /// Execution barriers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Barrier {
-    /// `bar.sync`, `barrier.sync`, `__syncthreads`, SASS `BAR.SYNC`.
-    CtaSync,
+    /// `bar.sync`, `barrier.sync`, `__syncthreads`, SASS `BAR.SYNC`. `partial` when a thread
+    /// count is written (`bar.sync 1, 128`, `BAR.SYNC.DEFER_BLOCKING 0x1, 0x80`): a named
+    /// barrier, as warp-specialized kernels give each group of warps (it may still count every
+    /// thread of the CTA).
+    CtaSync { partial: bool },
     /// `bar.arrive`, SASS `BAR.ARV`.
     CtaArrive,
     /// `bar.red`.

@@ -334,6 +334,14 @@ pub enum ValueOp {
     /// a clock), and what comes from other lanes (`shfl`, `match`, `redux`; SASS `SHFL`,
     /// `MATCH`, `REDUX`).
     Varying,
+    /// The value of `src` in a lane of the warp that the instruction picks (PTX `shfl.sync`,
+    /// SASS `SHFL`): varying as [`ValueOp::Varying`] is, but one of the values `src` takes in
+    /// the warp's lanes. Lets an analysis see that a flag one lane computed and broadcast keeps
+    /// its few possible values.
+    Shuffle(Reg),
+    /// One of two constants, chosen by a predicate: SASS `SEL R19, RZ, 0x1, P1`, PTX `selp.b32
+    /// %r1, 1, 0, %p1`.
+    Either(i64, i64),
     /// The success flag of a compare-and-swap that ptxas retries until it succeeds: one attempt
     /// of the loop by which it emulates an atomic the hardware lacks (SASS `ATOMS.CAST.SPIN`,
     /// `ATOM.E.CAST.SPIN`).
@@ -403,6 +411,7 @@ impl ValueOp {
             | Self::Vote { src: a, .. }
             | Self::FetchAddReg(a)
             | Self::PopCount(a)
+            | Self::Shuffle(a)
             | Self::BytePermute { src: Some(a), .. } => *a = map(*a),
             Self::And(a, b)
             | Self::Or(a, b)
@@ -422,6 +431,7 @@ impl ValueOp {
             | Self::ActiveLanes
             | Self::BytePermute { src: None, .. }
             | Self::Varying
+            | Self::Either(..)
             | Self::RetriedSwap
             | Self::InSpace(_) => {}
             Self::PredTable { inputs, .. } => {

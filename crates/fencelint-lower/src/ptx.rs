@@ -1055,8 +1055,12 @@ fn value_op(
             };
             (factor >= 0).then_some(ValueOp::MulImm(reg, factor))
         }
-        // Values from other lanes.
-        "shfl" | "match" | "redux" => Some(ValueOp::Varying),
+        // Values from other lanes: `shfl.sync.idx.b32 %r2, %r1, 0, 31, -1` is `%r1` of lane 0
+        // (`%r2|%p1` writes a predicate too).
+        "shfl" => Some(reg_of(func, src).map_or(ValueOp::Varying, ValueOp::Shuffle)),
+        "match" | "redux" => Some(ValueOp::Varying),
+        // `selp.b32 %r1, 1, 0, %p1`: one of two constants.
+        "selp" => Some(ValueOp::Either(src.as_integer()?, ops.get(2)?.as_integer()?)),
         // A fetch-and-add of a constant, `atom.global.add.u32 %r1, [%rd1], 1`, or of a
         // register, `atom.global.add.u32 %r1, [%rd1], %r2`.
         "atom" if instruction.has_modifier("add") && ops.len() == 3 => match ops[2].as_integer() {
@@ -1520,7 +1524,7 @@ fn classify_barrier(instruction: &ast::Instruction<'_>) -> InstKind {
         }
         _ if instruction.has_modifier("arrive") => Barrier::CtaArrive,
         _ if instruction.has_modifier("red") => Barrier::CtaReduce,
-        _ => Barrier::CtaSync,
+        _ => Barrier::CtaSync { partial: instruction.operands.len() >= 2 },
     };
     InstKind::Barrier(barrier)
 }

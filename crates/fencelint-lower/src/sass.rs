@@ -27,8 +27,8 @@ use rustc_hash::FxHashMap;
 
 use fencelint_diagnostics::Diagnostic;
 use fencelint_ir::{
-    AddrBase, Address, AddressRole, AsyncOp, CompactString, Control, Function, Guard, Inst, InstId,
-    InstKind, IntCompare, Module, Name, Reg, Regs, Relation, Scope, Scoreboards, Sem,
+    AddrBase, Address, AddressRole, AsyncOp, Barrier, CompactString, Control, Function, Guard,
+    Inst, InstId, InstKind, IntCompare, Module, Name, Reg, Regs, Relation, Scope, Scoreboards, Sem,
     SourceLocation, Space, Tcgen05Op, ValueOp, WgmmaOp,
 };
 pub use fencelint_sass::Arch;
@@ -868,6 +868,10 @@ fn kind_of(
             *pending = operands.get(at).and_then(Operand::imm).and_then(|n| u32::try_from(n).ok());
         }
     }
+    // `BAR.SYNC.DEFER_BLOCKING 0x1, 0x80`: a thread count, a named barrier.
+    if let InstKind::Barrier(Barrier::CtaSync { partial }) = &mut kind {
+        *partial = operands.len() >= 2;
+    }
     if inst.malformed {
         kind = InstKind::Unknown;
     }
@@ -1216,6 +1220,20 @@ fn value_op(
                 return None;
             }
             Some(ValueOp::ShrImm(func.reg(src.reg()?.reg)?, amount))
+        }
+        // `SHFL.IDX PT, R15, R19, RZ, 0x1f`: `R19` of the lane the index names.
+        ValueRule::Shuffle => {
+            let [_, _, src, ..] = operands else { return Some(ValueOp::Varying) };
+            let src = is_general(src).then(|| src.reg()).flatten().and_then(|r| func.reg(r.reg));
+            Some(src.map_or(ValueOp::Varying, ValueOp::Shuffle))
+        }
+        // `SEL R19, RZ, 0x1, P1`: one of two constants.
+        ValueRule::Either => {
+            let [_, a, b, _] = operands else { return None };
+            if !is_plain(a) || !is_plain(b) {
+                return None;
+            }
+            Some(ValueOp::Either(constant_operand(a)?, constant_operand(b)?))
         }
         // `CS2R R24, SRZ` is ptxas's way of zeroing a register pair.
         ValueRule::Varying => match operands.get(1).map(|o| o.kind) {

@@ -173,7 +173,7 @@ impl PointKind {
             InstKind::Fence(Fence { kind: FenceKind::ProxyTensormapRelease, .. }) => {
                 Self::Fence { acquire: false, release: true }
             }
-            InstKind::Barrier(Barrier::CtaSync | Barrier::CtaReduce) => {
+            InstKind::Barrier(Barrier::CtaSync { .. } | Barrier::CtaReduce) => {
                 Self::CtaBarrier { acquire: true, release: true }
             }
             InstKind::Barrier(Barrier::CtaArrive) => {
@@ -230,7 +230,7 @@ impl PointKind {
             ),
             Self::ClusterWait => matches!(
                 kind,
-                InstKind::Barrier(Barrier::ClusterWait | Barrier::CtaSync)
+                InstKind::Barrier(Barrier::ClusterWait | Barrier::CtaSync { .. })
                     | InstKind::Fence(Fence { kind: FenceKind::L1Invalidate, .. })
             ),
         }

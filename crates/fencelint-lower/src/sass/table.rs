@@ -140,9 +140,13 @@ pub enum ValueRule {
     Permute,
     /// `SHF.R.U32.HI Rd, RZ, 0x8, Rs`: `Rs` shifted right by a constant.
     Shr,
-    /// `S2R`, `SHFL`, ...: a value the register operands do not determine. `CS2R Rd, SRZ`
+    /// `S2R`, `MATCH`, ...: a value the register operands do not determine. `CS2R Rd, SRZ`
     /// (zero) is not one; `CS2R Rd, SR_CLOCKLO` is.
     Varying,
+    /// `SHFL.IDX PT, R15, R19, RZ, 0x1f`: a register of another lane.
+    Shuffle,
+    /// `SEL R19, RZ, 0x1, P1`: one of two constants (`RZ` is 0).
+    Either,
     /// `QSPC.E.S P0, RZ, [R2.64]`: whether a generic address lies in the state space the last
     /// modifier names (`S` the CTA's shared memory, `D` a cluster CTA's, `G` global, `L`
     /// local).
@@ -559,6 +563,8 @@ fn meaning_of(class: Class, facts: &mut Facts<'_>) -> Result<Meaning, String> {
         Some("permute") => Some(ValueRule::Permute),
         Some("shr") => Some(ValueRule::Shr),
         Some("varying") => Some(ValueRule::Varying),
+        Some("shuffle") => Some(ValueRule::Shuffle),
+        Some("either") => Some(ValueRule::Either),
         Some("space_query") => Some(ValueRule::SpaceQuery),
         Some("fetch_add") => Some(ValueRule::FetchAdd),
         Some(other) => return Err(format!("unknown value rule `{other}`")),
@@ -627,7 +633,7 @@ fn meaning_of(class: Class, facts: &mut Facts<'_>) -> Result<Meaning, String> {
         }
         Class::Fence => InstKind::Fence(fence(facts)?),
         Class::Barrier => InstKind::Barrier(match required_op(facts)? {
-            "cta_sync" => Barrier::CtaSync,
+            "cta_sync" => Barrier::CtaSync { partial: false },
             "cta_arrive" => Barrier::CtaArrive,
             "cta_reduce" => Barrier::CtaReduce,
             "cluster_arrive" => Barrier::ClusterArrive { release: facts.flag("release") },

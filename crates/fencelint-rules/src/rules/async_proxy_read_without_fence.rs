@@ -289,7 +289,7 @@ fn is_synchronization(kind: &InstKind) -> bool {
     matches!(
         kind,
         InstKind::Barrier(
-            Barrier::CtaSync
+            Barrier::CtaSync { .. }
                 | Barrier::CtaArrive
                 | Barrier::CtaReduce
                 | Barrier::ClusterArrive { .. }

@@ -149,7 +149,9 @@ fn unordered_reads(
             }
             // A copy tracked by an mbarrier completes through it; not followed.
             InstKind::Mbarrier(MbarrierOp::CpAsyncArrive) => None,
-            InstKind::Barrier(Barrier::CtaSync | Barrier::CtaReduce) if state.waited.is_some() => {
+            InstKind::Barrier(Barrier::CtaSync { .. } | Barrier::CtaReduce)
+                if state.waited.is_some() =>
+            {
                 None
             }
             InstKind::Load(mem) if mem.space.is_shareable() => {

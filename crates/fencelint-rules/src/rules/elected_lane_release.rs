@@ -208,7 +208,7 @@ fn undeclared_elect(analysis: &FunctionAnalysis<'_>, at: InstId) -> Option<InstI
 fn orders_lanes(analysis: &FunctionAnalysis<'_>, id: InstId) -> bool {
     match &analysis.func.inst(id).kind {
         InstKind::Barrier(
-            Barrier::WarpSync | Barrier::CtaSync | Barrier::CtaReduce | Barrier::ClusterWait,
+            Barrier::WarpSync | Barrier::CtaSync { .. } | Barrier::CtaReduce | Barrier::ClusterWait,
         ) => true,
         InstKind::Fence(fence) => {
             matches!(fence.kind, FenceKind::Plain | FenceKind::ProxyAlias)

@@ -135,7 +135,7 @@ fn is_thread_barrier(inst: &Inst) -> bool {
     matches!(
         inst.kind,
         InstKind::Barrier(
-            Barrier::CtaSync
+            Barrier::CtaSync { .. }
                 | Barrier::CtaArrive
                 | Barrier::CtaReduce
                 | Barrier::ClusterArrive { .. }

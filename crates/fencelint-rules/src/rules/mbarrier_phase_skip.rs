@@ -147,7 +147,9 @@ fn separates(
         InstKind::Mbarrier(MbarrierOp::Init | MbarrierOp::Inval) => {
             inst.address.as_ref().is_some_and(|a| analysis.address_key(id, a).same_object(key))
         }
-        InstKind::Barrier(Barrier::CtaSync | Barrier::CtaReduce | Barrier::ClusterWait) => true,
+        InstKind::Barrier(Barrier::CtaSync { .. } | Barrier::CtaReduce | Barrier::ClusterWait) => {
+            true
+        }
         _ => false,
     }
 }

@@ -176,7 +176,7 @@ fn polls_of(
                         mem = polled_access(func.inst(source))?;
                     }
                     let decided =
-                        decider(analysis, lp, &orderers, &reaches, load, mem, branch, sass);
+                        decider(analysis, lp, &orderers, &reaches, load, mem, (branch, to), sass);
                     Some((load, mem, decided, relay.map(|_| read)))
                 })
                 .collect();
@@ -357,7 +357,7 @@ fn read_in_step(analysis: &FunctionAnalysis<'_>, lp: &Loop, load: InstId, mem: &
 }
 
 fn is_cta_barrier(kind: &InstKind) -> bool {
-    matches!(kind, InstKind::Barrier(Barrier::CtaSync | Barrier::CtaReduce))
+    matches!(kind, InstKind::Barrier(Barrier::CtaSync { .. } | Barrier::CtaReduce))
 }
 
 fn is_warp_or_cta_barrier(kind: &InstKind) -> bool {
@@ -1493,7 +1493,7 @@ fn decider(
     reaches: &RefCell<HashMap<(InstId, Scope), Unacquired>>,
     load: InstId,
     mem: &MemAccess,
-    branch: InstId,
+    exit: (InstId, fencelint_cfg::BlockId),
     sass: bool,
 ) -> Decider {
     let required = required_scope(mem);
@@ -1509,7 +1509,7 @@ fn decider(
     if !strong && !may_poll {
         return Decider::Other;
     }
-    let acquired = acquired_before_branch(analysis, lp, orderers, reaches, load, branch, required);
+    let acquired = acquired_before_branch(analysis, lp, orderers, reaches, load, exit, required);
     match (acquired, strong) {
         (true, true) => Decider::AcquirePoll,
         // A weak read followed by a fence is no acquire pattern, but the fence orders what
@@ -1559,7 +1559,7 @@ fn acquired_before_branch(
     orderers: &[InstId],
     reaches: &RefCell<HashMap<(InstId, Scope), Unacquired>>,
     load: InstId,
-    branch: InstId,
+    (branch, exit_to): (InstId, fencelint_cfg::BlockId),
     required: Scope,
 ) -> bool {
     let dominated = orderers.iter().any(|&id| {
@@ -1575,7 +1575,42 @@ fn acquired_before_branch(
     let unacquired = reaches
         .entry((load, required))
         .or_insert_with(|| Unacquired::walk(analysis, lp, load, required));
-    !unacquired.reaches(analysis, load, required, branch)
+    if !unacquired.reaches(analysis, load, required, branch) {
+        return true;
+    }
+    // A way reaches the branch with no acquire; it may not be a way out through this exit. A
+    // lock taken by one lane and broadcast as 0 or 1 is tested twice, `!= 1` into the critical
+    // section (which ends with a fence) and `!= 0` at the loop's foot: the way that skips the
+    // fence comes back to the lock. Only a walk that learns the branches' outcomes sees it, so
+    // it runs where it can learn something about this branch.
+    analysis.branch_learnable(analysis.cfg.block_of(branch))
+        && leaves_only_acquired(analysis, lp, load, required, exit_to)
+}
+
+/// Whether every way from the read `load` into the exit block `exit_to` that the branches'
+/// outcomes allow (`FunctionAnalysis::walk_forward_learning`) meets an acquire first, staying
+/// in the read's loop until it leaves. `false` when the walk stops at its budget.
+fn leaves_only_acquired(
+    analysis: &FunctionAnalysis<'_>,
+    lp: &Loop,
+    load: InstId,
+    required: Scope,
+    exit_to: fencelint_cfg::BlockId,
+) -> bool {
+    let cfg = &analysis.cfg;
+    let exit_start = InstId(cfg.block(exit_to).insts.start);
+    let mut left = false;
+    let complete = analysis.walk_forward_learning(load, (), |id, ()| {
+        if id == exit_start {
+            left = true;
+            return None;
+        }
+        if !lp.contains(cfg.block_of(id)) || is_acquire(analysis, id, load, required) {
+            return None;
+        }
+        Some(())
+    });
+    complete && !left
 }
 
 /// Where a read's loop goes after it with no acquire on the way (`is_acquire` for the read at
@@ -1658,7 +1693,9 @@ impl Unacquired {
 fn may_acquire(kind: &InstKind) -> bool {
     match kind {
         InstKind::Fence(_)
-        | InstKind::Barrier(Barrier::CtaSync | Barrier::CtaReduce | Barrier::ClusterWait) => true,
+        | InstKind::Barrier(Barrier::CtaSync { .. } | Barrier::CtaReduce | Barrier::ClusterWait) => {
+            true
+        }
         InstKind::Load(mem) | InstKind::Atomic { mem, returns: true } => mem.sem.has_acquire(),
         _ => false,
     }
@@ -1687,7 +1724,7 @@ fn is_acquire_of_kind(
                     && fence.sem.has_acquire()
                     && fence.scope.is_some_and(|s| s.covers(required)))
         }
-        InstKind::Barrier(Barrier::CtaSync | Barrier::CtaReduce) => required == Scope::Cta,
+        InstKind::Barrier(Barrier::CtaSync { .. } | Barrier::CtaReduce) => required == Scope::Cta,
         InstKind::Barrier(Barrier::ClusterWait) => required <= Scope::Cluster,
         InstKind::Load(mem) | InstKind::Atomic { mem, returns: true } => {
             mem.sem.has_acquire()
@@ -2272,6 +2309,11 @@ fn confirmed(analysis: &FunctionAnalysis<'_>, lp: &Loop, poll: &Poll, mut after:
         (way_in, Some(whole))
     };
     let mut outcomes = analysis.outcomes_on_edge(way_in, lp.header);
+    // And what the exit itself says: a loop left when a flag broadcast as 0 or 1 is not 0,
+    // followed by a test of the flag against 1 that skips the fenced critical section, never
+    // skips it (`FunctionAnalysis::two_constants`). Around a loop of two tests, only what holds
+    // at each turn is kept, this too.
+    analysis.learn_edge(cfg.block_of(poll.branch), poll.exit_to, &mut outcomes);
     if let Some(whole) = around {
         outcomes.retain(|value| analysis.value_invariant_in(value, whole));
     }

@@ -113,7 +113,7 @@ fn is_handover(kind: &InstKind) -> bool {
         kind,
         InstKind::Mbarrier(MbarrierOp::Arrive { .. })
             | InstKind::Barrier(
-                Barrier::CtaSync
+                Barrier::CtaSync { .. }
                     | Barrier::CtaArrive
                     | Barrier::CtaReduce
                     | Barrier::ClusterArrive { .. }
@@ -122,11 +122,26 @@ fn is_handover(kind: &InstKind) -> bool {
     )
 }
 
+impl Wait {
+    /// Whether `kind` hands the columns over, for this access. For a SASS `LDTM` a named
+    /// barrier (a thread count written, `BAR.SYNC.DEFER_BLOCKING 0x4, 0x80`) does not: the
+    /// epilogue warps of CUTLASS's sub-tiled epilogues and of flashinfer's trtllm-gen kernels
+    /// meet at a barrier of their own between a load and the first use of its registers (which
+    /// waits for it), and the warp that reuses the columns learns of it through an mbarrier
+    /// (rules/tcgen05-access-not-waited.md, Known problems). A barrier of the whole CTA
+    /// (`BAR.SYNC.DEFER_BLOCKING 0x0`) still does, and PTX and SASS stores keep every barrier.
+    fn hands_over(self, kind: &InstKind) -> bool {
+        let named = matches!(kind, InstKind::Barrier(Barrier::CtaSync { partial: true }));
+        is_handover(kind) && !(self.scoreboard.is_some() && named)
+    }
+}
+
 fn unwaited_handovers(analysis: &FunctionAnalysis<'_>, access: InstId, wait: Wait) -> Vec<InstId> {
     let func = analysis.func;
+    // A handover that itself waits on the `LDTM`'s scoreboard issues after the load completed.
     analysis.reachable_avoiding(
         Point::After(access),
-        |id| is_handover(&func.inst(id).kind),
+        |id| wait.hands_over(&func.inst(id).kind) && !wait.completes(func.inst(id)),
         |id| wait.completes(func.inst(id)),
     )
 }
@@ -152,10 +167,13 @@ fn waited_before_another_arrive(
     };
     // The mbarrier the handover arrives on; none for a CTA barrier.
     let first_address = match func.inst(handover).kind {
-        InstKind::Barrier(Barrier::CtaSync | Barrier::CtaArrive | Barrier::CtaReduce) => None,
+        InstKind::Barrier(Barrier::CtaSync { .. } | Barrier::CtaArrive | Barrier::CtaReduce) => {
+            None
+        }
         _ => Some(arrive_address(handover)?),
     };
-    let waits = |id: InstId| wait.completes(func.inst(id));
+    let policy = wait;
+    let waits = |id: InstId| policy.completes(func.inst(id));
     let after = Point::After(handover);
     // Every path waits: no exit is reachable on a path without the wait.
     let ends = |id: InstId| func.inst(id).control.exits;
@@ -164,7 +182,11 @@ fn waited_before_another_arrive(
     }
     let &wait = analysis.reachable_avoiding(after, waits, |_| false).first()?;
     let &next = analysis
-        .reachable_avoiding(Point::After(wait), |id| is_handover(&func.inst(id).kind), |_| false)
+        .reachable_avoiding(
+            Point::After(wait),
+            |id| policy.hands_over(&func.inst(id).kind),
+            |_| false,
+        )
         .first()?;
     (Some(arrive_address(next)?) != first_address).then_some((wait, next))
 }
