@@ -1888,7 +1888,9 @@ mod tests {
         let insts = &func.insts[1..];
         assert_eq!(insts[0].value, Some(ValueOp::FetchAddReg(r2)));
         assert_eq!(insts[1].value, Some(ValueOp::FetchAdd(1)));
-        assert_eq!(insts[2].value, Some(ValueOp::Varying));
+        let r1 = fencelint_ir::Reg(func.regs.iter().position(|r| r == "%r1").unwrap() as u32);
+        assert_eq!(insts[2].value, Some(ValueOp::Shuffle(r1)));
+        assert_eq!(insts[7].value, Some(ValueOp::Either(1, 0)));
         let alu: Vec<Option<AluOp>> = insts[3..].iter().map(|i| i.alu).collect();
         assert_eq!(
             alu,

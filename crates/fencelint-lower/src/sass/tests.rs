@@ -443,7 +443,9 @@ fn value_and_alu_facts() {
     assert_eq!(values[4], Some(ValueOp::Varying));
     assert_eq!(values[5], Some(ValueOp::Varying));
     assert_eq!(values[6], None, "CS2R of SRZ zeroes");
-    assert_eq!(values[7], Some(ValueOp::Varying));
+    // Another lane's `R13`; one of two constants.
+    assert_eq!(values[7], Some(ValueOp::Shuffle(reg("R13"))));
+    assert_eq!(values[18], Some(ValueOp::Either(0, 1)));
     assert_eq!(values[8], Some(ValueOp::InSpace(Space::SharedCta)));
     assert_eq!(values[9], Some(ValueOp::InSpace(Space::SharedCluster)));
     assert_eq!(values[10], Some(ValueOp::RetriedSwap));
