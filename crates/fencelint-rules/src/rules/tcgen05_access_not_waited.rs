@@ -48,11 +48,13 @@ impl Rule for Tcgen05AccessNotWaited {
 }
 
 /// Whether no register that the SASS load `access` writes is read after `handover` before it is
-/// written again, when `handover` is an arrive or a barrier: ptxas leaves out the scoreboard
-/// wait of a load whose value no instruction on the way reads (flashinfer's trtllm-gen
-/// attention kernels load two chunks, then branch past the use of one of them to the arrive),
-/// and a value nobody reads cannot be spoiled by the columns' next owner. A `tcgen05.dealloc`
-/// stays a handover whatever the registers hold.
+/// written again, when `handover` is an arrive or a barrier: the load is unwaited there by the
+/// letter (ptxas makes the handover wait on a load whose value is dead when the PTX asks for
+/// `tcgen05.wait::ld`, measured, so the PTX did not ask on that path), but what the columns'
+/// next owner writes cannot spoil a value nobody reads (flashinfer's trtllm-gen attention
+/// kernels load two chunks and branch past the use of one of them to the arrive). A
+/// `tcgen05.dealloc` stays a handover whatever the registers hold: nothing documents what a
+/// load of freed columns does besides filling dead registers.
 fn loaded_value_dead(analysis: &FunctionAnalysis<'_>, access: InstId, handover: InstId) -> bool {
     let func = analysis.func;
     if matches!(func.inst(handover).kind, InstKind::Tcgen05(Tcgen05Op::Dealloc)) {
