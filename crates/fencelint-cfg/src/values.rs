@@ -292,13 +292,16 @@ impl FunctionAnalysis<'_> {
         }
         for &def in &reach.defs {
             let inst = self.func.inst(def);
-            if !inst.defs.contains(&reg) {
-                return None;
-            }
+            // The value is the one destination's (a shuffle may also write a predicate).
+            let only = inst.defs.as_slice() == [reg];
             match *inst.value.as_ref()? {
-                ValueOp::Imm(value) => found.push(value),
-                ValueOp::Either(a, b) => found.extend([a, b]),
-                ValueOp::Copy(src) | ValueOp::Shuffle(src) if inst.defs.len() <= 2 => {
+                ValueOp::Imm(value) if only => found.push(value),
+                ValueOp::Either(a, b) if only => found.extend([a, b]),
+                ValueOp::Copy(src) if only => self.constants_into(def, src, depth + 1, found)?,
+                ValueOp::Shuffle(src)
+                    if inst.defs.contains(&reg)
+                        && inst.defs.iter().all(|&d| d == reg || self.is_predicate(d)) =>
+                {
                     self.constants_into(def, src, depth + 1, found)?;
                 }
                 _ => return None,

@@ -103,6 +103,18 @@ impl Wait {
             None => matches!(inst.kind, InstKind::Tcgen05(op) if self.kind.completes(op)),
         }
     }
+
+    /// Whether `kind` hands the columns over, for this access. For a SASS `LDTM` a named
+    /// barrier (a thread count written, `BAR.SYNC.DEFER_BLOCKING 0x4, 0x80`) does not: the
+    /// epilogue warps of CUTLASS's sub-tiled epilogues and of flashinfer's trtllm-gen kernels
+    /// meet at a barrier of their own between a load and the first use of its registers (which
+    /// waits for it), and the warp that reuses the columns learns of it through an mbarrier
+    /// (rules/tcgen05-access-not-waited.md, Known problems). A barrier of the whole CTA
+    /// (`BAR.SYNC.DEFER_BLOCKING 0x0`) still does, and PTX and SASS stores keep every barrier.
+    fn hands_over(self, kind: &InstKind) -> bool {
+        let named = matches!(kind, InstKind::Barrier(Barrier::CtaSync { partial: true }));
+        is_handover(kind) && !(self.scoreboard.is_some() && named)
+    }
 }
 
 /// Which half of tensor-memory access an instruction is.
@@ -147,20 +159,6 @@ fn is_handover(kind: &InstKind) -> bool {
             )
             | InstKind::Tcgen05(Tcgen05Op::Dealloc)
     )
-}
-
-impl Wait {
-    /// Whether `kind` hands the columns over, for this access. For a SASS `LDTM` a named
-    /// barrier (a thread count written, `BAR.SYNC.DEFER_BLOCKING 0x4, 0x80`) does not: the
-    /// epilogue warps of CUTLASS's sub-tiled epilogues and of flashinfer's trtllm-gen kernels
-    /// meet at a barrier of their own between a load and the first use of its registers (which
-    /// waits for it), and the warp that reuses the columns learns of it through an mbarrier
-    /// (rules/tcgen05-access-not-waited.md, Known problems). A barrier of the whole CTA
-    /// (`BAR.SYNC.DEFER_BLOCKING 0x0`) still does, and PTX and SASS stores keep every barrier.
-    fn hands_over(self, kind: &InstKind) -> bool {
-        let named = matches!(kind, InstKind::Barrier(Barrier::CtaSync { partial: true }));
-        is_handover(kind) && !(self.scoreboard.is_some() && named)
-    }
 }
 
 fn unwaited_handovers(analysis: &FunctionAnalysis<'_>, access: InstId, wait: Wait) -> Vec<InstId> {
