@@ -132,12 +132,13 @@ impl<'a> fencelint_sass::ListingSink<'a> for LowerSink<'a, '_> {
     }
 
     fn extend_encoding(&mut self, range: TextRange) {
-        // The second, high word of the last instruction: its control bits.
+        // The second, high word of the last instruction, on a line of its own: read as the
+        // syntax tree's instruction, whose encoding then covers both lines, is read.
         if let Some(body) = &mut self.body
-            && let Some(comment) = self.text.get(range.to_usize())
-            && let Some(control) = fencelint_sass::control_bits(comment)
+            && body.last_kept
         {
-            body.set_control(control);
+            body.last_encoding = Some(body.last_encoding.map_or(range, |old| old.cover(range)));
+            body.apply_encoding(self.text);
         }
     }
 
@@ -464,6 +465,11 @@ struct Body<'a> {
     /// Whether the last instruction read was kept (an `@!PT` one is not): the encoding words
     /// that follow it belong to the last lowered instruction only then.
     last_kept: bool,
+    /// The last instruction's encoding comments as read so far, and the scoreboard bit that it
+    /// waits for as `DEPBAR.LE SBn, 0x0`: its scoreboards are made again from them when the
+    /// encoding grows ([`Body::apply_encoding`]).
+    last_encoding: Option<TextRange>,
+    last_depbar: u8,
     /// The last chain of call sites lowered (`-gi`), with the parser's chain it came from (kept
     /// alive, so that the same pointer is the same chain): one per run of instructions.
     inlined: Option<(CallSites<'a>, Arc<[SourceLocation]>)>,
@@ -500,21 +506,29 @@ impl<'a> Body<'a> {
             calls: Vec::new(),
             first_start: None,
             last_kept: false,
+            last_encoding: None,
+            last_depbar: 0,
             inlined: None,
             source: None,
         }
     }
 
-    /// Gives the last instruction read the scoreboards of the control bits `control`, keeping
-    /// the scoreboard that a `DEPBAR.LE SBn, 0x0` waits for.
-    fn set_control(&mut self, control: u32) {
-        if !self.last_kept {
-            return;
-        }
+    /// Gives the last instruction its scoreboards: those of the control bits of its encoding
+    /// as read so far (`fencelint_sass::encoding_control_bits`), with the scoreboard that a
+    /// `DEPBAR.LE SBn, 0x0` waits for; none when neither says anything.
+    fn apply_encoding(&mut self, text: &str) {
+        let control =
+            self.last_encoding.and_then(|r| fencelint_sass::encoding_control_bits(text, r));
+        let depbar = self.last_depbar;
         if let Some(slot) = self.insts.last_mut() {
-            let mut scoreboards = Scoreboards::from_control(control);
-            scoreboards.wait |= slot.scoreboards.map_or(0, |s| s.wait);
-            slot.scoreboards = Some(scoreboards);
+            slot.scoreboards = match control {
+                Some(control) => {
+                    let mut scoreboards = Scoreboards::from_control(control);
+                    scoreboards.wait |= depbar;
+                    Some(scoreboards)
+                }
+                None => (depbar != 0).then_some(Scoreboards { write: None, wait: depbar }),
+            };
         }
     }
 
@@ -562,14 +576,9 @@ impl<'a> Body<'a> {
                 _ => self.branches.push((id, branch)),
             }
         }
-        if let Some(sb) = depbar_zero(operands, &facts.opcode)
-            && let Some(slot) = self.insts.last_mut()
-        {
-            slot.scoreboards = Some(Scoreboards { write: None, wait: 1 << sb });
-        }
-        if let Some(control) = inst.control_bits(text) {
-            self.set_control(control);
-        }
+        self.last_encoding = inst.encoding;
+        self.last_depbar = depbar_zero(operands, &facts.opcode).map_or(0, |sb| 1 << sb);
+        self.apply_encoding(text);
         if let Some(line) = inst.src_line {
             let source = self.source(line, inst.inlined_at.as_ref());
             if let Some(slot) = self.insts.last_mut() {

@@ -144,3 +144,36 @@ identifier = b.cu
         check(&format!("case {i}"), text);
     }
 }
+
+/// The scoreboards come from the encoding as the syntax tree holds it once every line of it is
+/// read (hand-written, in the shapes a fuzzer found): an instruction whose own word is missing
+/// (text after the `;`), a second line with two comments, a word too short to be read.
+#[test]
+fn encodings_read_line_by_line_give_the_trees_scoreboards() {
+    let text = "
+	code for sm_100a
+		Function : k
+        /*0000*/                   LDTM R5, tmem[UR7] ;     junk                           /* 0x00000007000579ee */
+                                                                                           /* 0x002e620008040000 */
+        /*0010*/                   NOP ;                                                   /* 0x0000000000007918 */
+                                                                                           /* 0x002fe20000000000 */ /* 0x000fe20000000000 */
+        /*0020*/                   NOP ;                                                   /* 0x0000000000007918 */
+                                                                                           /* 0x2fe2 */
+        /*0030*/                   DEPBAR.LE SB1, 0x0 ;                                    /* 0x000080000000791a */
+        /*0040*/                   EXIT ;                                                  /* 0x000000000000794d */
+                                                                                           /* 0x000fea0003800000 */
+		..........
+";
+    assert_eq!(check("encodings", text), 5);
+    let format = fencelint_sass::text_format(text);
+    let lowered = lower_text(FileId(1), text, format, 0);
+    let boards: Vec<_> =
+        lowered.modules[0].functions[0].insts.iter().map(|i| i.scoreboards).collect();
+    // The `LDTM` line's own word is lost to the text after the `;`: its second line alone is no
+    // encoding. The second `NOP`'s word is too short; the `DEPBAR` has no second line but waits.
+    assert_eq!(boards[0], None);
+    assert_eq!(boards[1].map(|s| s.wait), Some(0));
+    assert_eq!(boards[2], None);
+    assert_eq!(boards[3].map(|s| (s.write, s.wait)), Some((None, 0b10)));
+    assert!(boards[4].is_some());
+}

@@ -208,21 +208,6 @@ impl<'a> SassInst<'a> {
         self.modifiers().any(|m| m == modifier)
     }
 
-    /// The control bits of a 128-bit (`sm_70` and later) encoding: bits 41 to 61 of its second,
-    /// high word, shifted down (see `fencelint_ir::Scoreboards::from_control`). `None` when the
-    /// listing prints no encoding or not two full 64-bit words (`sm_50` to `sm_62` print one word
-    /// per instruction and their control bits apart). `text` is the input the instruction was
-    /// parsed from.
-    pub fn control_bits(&self, text: &str) -> Option<u32> {
-        let comments = text.get(self.encoding?.to_usize())?;
-        // Two words are two comments of 24 bytes at least: the one-word range of a cuobjdump
-        // instruction line (its second word comes on the next line) is turned away at once.
-        if comments.len() < 48 {
-            return None;
-        }
-        control_bits(&comments[comments.rfind("/*")?..])
-    }
-
     /// The 64-bit encoding words in the text at [`SassInst::encoding`]; `text` is the input
     /// the instruction was parsed from.
     pub fn encoding_words<'t>(&self, text: &'t str) -> impl Iterator<Item = u64> + use<'t> {
@@ -232,6 +217,21 @@ impl<'a> SassInst<'a> {
             u64::from_str_radix(&word[..digits], 16).ok()
         })
     }
+}
+
+/// The control bits of a 128-bit (`sm_70` and later) encoding whose comments lie at `encoding`
+/// in `text` (an instruction's [`SassInst::encoding`], both words): bits 41 to 61 of the second,
+/// high word, in the last comment, shifted down (see `fencelint_ir::Scoreboards::from_control`).
+/// `None` unless the range holds two comments (two words are two comments of 24 bytes at
+/// least: the first word alone, which a cuobjdump instruction line holds before its second
+/// line is read, is turned away at once) and the last one a full 64-bit word. `sm_50` to
+/// `sm_62` print one word per instruction and their control bits apart: callers discard these.
+pub fn encoding_control_bits(text: &str, encoding: TextRange) -> Option<u32> {
+    let comments = text.get(encoding.to_usize())?;
+    if comments.len() < 48 {
+        return None;
+    }
+    control_bits(&comments[comments.rfind("/*")?..])
 }
 
 /// The control bits of the word that `comment` starts with, taken for the high word of a

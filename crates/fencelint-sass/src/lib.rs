@@ -72,7 +72,7 @@ use fencelint_source::TextRange;
 pub use ast::{
     Address, Arch, ConstBank, ConstOperand, FloatImm, Guard, MemOperand, MemPrefix,
     NEWEST_CHECKED_ARCH, Operand, OperandKind, RegFile, RegRef, Register, SassFunction, SassInst,
-    SassLabel, SassModule, SrcLine, Suffix, control_bits,
+    SassLabel, SassModule, SrcLine, Suffix, control_bits, encoding_control_bits,
 };
 pub use detect::{DETECT_PREFIX, InputFormat, SassFormat, detect, detect_input};
 /// The blank skipping of the hot path, for the `scan-floor` example, which times it.
