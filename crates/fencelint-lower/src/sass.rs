@@ -578,7 +578,10 @@ impl<'a> Body<'a> {
         }
         self.last_encoding = inst.encoding;
         self.last_depbar = depbar_zero(operands, &facts.opcode).map_or(0, |sb| 1 << sb);
-        self.apply_encoding(text);
+        // One word (a cuobjdump line before its second) gives nothing yet.
+        if self.last_depbar != 0 || inst.encoding.is_some_and(|r| r.end - r.start >= 48) {
+            self.apply_encoding(text);
+        }
         if let Some(line) = inst.src_line {
             let source = self.source(line, inst.inlined_at.as_ref());
             if let Some(slot) = self.insts.last_mut() {

@@ -231,7 +231,18 @@ pub fn encoding_control_bits(text: &str, encoding: TextRange) -> Option<u32> {
     if comments.len() < 48 {
         return None;
     }
-    control_bits(&comments[comments.rfind("/*")?..])
+    // The last comment opens a few bytes from the end: found from there with a byte search
+    // (a string search would build a searcher for every instruction of a listing).
+    let bytes = comments.as_bytes();
+    let mut end = bytes.len();
+    let last = loop {
+        let slash = memchr::memrchr(b'/', &bytes[..end])?;
+        if bytes.get(slash + 1) == Some(&b'*') {
+            break slash;
+        }
+        end = slash;
+    };
+    control_bits(&comments[last..])
 }
 
 /// The control bits of the word that `comment` starts with, taken for the high word of a
