@@ -135,9 +135,9 @@ impl<'a> fencelint_sass::ListingSink<'a> for LowerSink<'a, '_> {
         // The second, high word of the last instruction, on a line of its own: read as the
         // syntax tree's instruction, whose encoding then covers both lines, is read.
         if let Some(body) = &mut self.body
-            && body.last_kept
+            && let Some(last) = &mut body.last
         {
-            body.last_encoding = Some(body.last_encoding.map_or(range, |old| old.cover(range)));
+            last.encoding = Some(last.encoding.map_or(range, |old| old.cover(range)));
             body.apply_encoding(self.text);
         }
     }
@@ -462,14 +462,9 @@ struct Body<'a> {
     calls: Vec<(InstId, BranchRef<'a>)>,
     /// Where the first instruction starts (kept or not): the function's header ends there.
     first_start: Option<u32>,
-    /// Whether the last instruction read was kept (an `@!PT` one is not): the encoding words
-    /// that follow it belong to the last lowered instruction only then.
-    last_kept: bool,
-    /// The last instruction's encoding comments as read so far, and the scoreboard bit that it
-    /// waits for as `DEPBAR.LE SBn, 0x0`: its scoreboards are made again from them when the
-    /// encoding grows ([`Body::apply_encoding`]).
-    last_encoding: Option<TextRange>,
-    last_depbar: u8,
+    /// What the encoding lines that follow the last instruction read add to: `None` when that
+    /// instruction was dropped (`@!PT`), whose words then belong to no lowered instruction.
+    last: Option<LastEncoding>,
     /// The last chain of call sites lowered (`-gi`), with the parser's chain it came from (kept
     /// alive, so that the same pointer is the same chain): one per run of instructions.
     inlined: Option<(CallSites<'a>, Arc<[SourceLocation]>)>,
@@ -496,6 +491,15 @@ enum BranchRef<'a> {
     Unnamed,
 }
 
+/// The last lowered instruction's encoding comments as read so far, and the scoreboard bit that
+/// it waits for as `DEPBAR.LE SBn, 0x0`: its scoreboards are made again from them as the
+/// encoding grows ([`Body::apply_encoding`]), as the syntax tree would read them whole.
+#[derive(Clone, Copy)]
+struct LastEncoding {
+    encoding: Option<TextRange>,
+    depbar: u8,
+}
+
 impl<'a> Body<'a> {
     fn with_capacity(capacity: usize) -> Self {
         Self {
@@ -505,9 +509,7 @@ impl<'a> Body<'a> {
             branches: Vec::new(),
             calls: Vec::new(),
             first_start: None,
-            last_kept: false,
-            last_encoding: None,
-            last_depbar: 0,
+            last: None,
             inlined: None,
             source: None,
         }
@@ -517,9 +519,9 @@ impl<'a> Body<'a> {
     /// as read so far (`fencelint_sass::encoding_control_bits`), with the scoreboard that a
     /// `DEPBAR.LE SBn, 0x0` waits for; none when neither says anything.
     fn apply_encoding(&mut self, text: &str) {
-        let control =
-            self.last_encoding.and_then(|r| fencelint_sass::encoding_control_bits(text, r));
-        let depbar = self.last_depbar;
+        let Some(last) = self.last else { return };
+        let control = last.encoding.and_then(|r| fencelint_sass::encoding_control_bits(text, r));
+        let depbar = last.depbar;
         if let Some(slot) = self.insts.last_mut() {
             slot.scoreboards = match control {
                 Some(control) => {
@@ -556,11 +558,10 @@ impl<'a> Body<'a> {
         cache: &mut OpcodeCache,
     ) {
         self.first_start.get_or_insert(inst.range.start);
-        self.last_kept = false;
+        self.last = None;
         if inst.guard.is_some_and(fencelint_sass::Guard::is_never) {
             return;
         }
-        self.last_kept = true;
         let facts = cache.get(table, inst.opcode);
         let kind = kind_of(inst, operands, facts, table);
         let id = InstId(self.insts.len() as u32);
@@ -576,10 +577,10 @@ impl<'a> Body<'a> {
                 _ => self.branches.push((id, branch)),
             }
         }
-        self.last_encoding = inst.encoding;
-        self.last_depbar = depbar_zero(operands, &facts.opcode).map_or(0, |sb| 1 << sb);
+        let depbar = depbar_zero(operands, &facts.opcode).map_or(0, |sb| 1 << sb);
+        self.last = Some(LastEncoding { encoding: inst.encoding, depbar });
         // One word (a cuobjdump line before its second) gives nothing yet.
-        if self.last_depbar != 0 || inst.encoding.is_some_and(|r| r.end - r.start >= 48) {
+        if depbar != 0 || inst.encoding.is_some_and(|r| r.end - r.start >= 48) {
             self.apply_encoding(text);
         }
         if let Some(line) = inst.src_line {
