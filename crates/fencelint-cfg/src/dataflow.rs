@@ -113,6 +113,7 @@ impl FunctionAnalysis<'_> {
         // sorted definition sites), so a block without one costs a step, not its length.
         let sites = self.def_sites(reg);
         let may_define = self.block_may_define_fn(reg);
+        let doms = self.dominators();
         let mut work: Vec<(BlockId, Option<InstId>)> = Vec::with_capacity(16);
         work.push((cfg.block_of(at), Some(at)));
         while let Some((block, before)) = work.pop() {
@@ -143,7 +144,8 @@ impl FunctionAnalysis<'_> {
             let mut has_pred = false;
             for pred in cfg.predecessors(block) {
                 has_pred = true;
-                if inside.is_some_and(|lp| !lp.contains(pred)) {
+                // A block that no path from the entry enters defines nothing that reaches.
+                if !doms.is_reachable(pred) || inside.is_some_and(|lp| !lp.contains(pred)) {
                     continue;
                 }
                 if seen.insert(pred) {

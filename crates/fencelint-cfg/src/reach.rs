@@ -46,9 +46,6 @@ impl RegForm {
 
 /// The function's dominance frontiers and the forms of the registers asked about so far.
 pub(crate) struct Ssa {
-    /// Whether a query outside any loop may use the form: no block that the entry does not
-    /// reach leads into one that it does.
-    whole_function: bool,
     /// The dominance frontier of each block, `frontier[starts[b]..starts[b + 1]]`.
     starts: Vec<u32>,
     frontier: Vec<BlockId>,
@@ -71,13 +68,9 @@ impl Ssa {
             return None;
         }
         let doms = analysis.dominators();
-        let mut whole_function = true;
         let mut frontiers: Vec<Vec<BlockId>> = vec![Vec::new(); n];
         for block in cfg.block_ids().filter(|&b| doms.is_reachable(b)) {
             let preds = cfg.predecessor_slice(block);
-            if preds.iter().any(|&p| !doms.is_reachable(p)) {
-                whole_function = false;
-            }
             if preds.len() < 2 {
                 continue;
             }
@@ -105,7 +98,7 @@ impl Ssa {
         starts.push(frontier.len() as u32);
         let forms =
             RefCell::new(std::iter::repeat_with(|| None).take(analysis.func.regs.len()).collect());
-        Some(Self { whole_function, starts, frontier, forms })
+        Some(Self { starts, frontier, forms })
     }
 
     fn frontier_of(&self, block: BlockId) -> &[BlockId] {
@@ -129,10 +122,8 @@ impl FunctionAnalysis<'_> {
         if !doms.is_reachable(block) || reg.0 as usize >= ssa.forms.borrow().len() {
             return None;
         }
-        match inside {
-            None if !ssa.whole_function => return None,
-            Some(lp) if !lp.contains(block) => return None,
-            _ => {}
+        if inside.is_some_and(|lp| !lp.contains(block)) {
+            return None;
         }
         let mut forms = ssa.forms.borrow_mut();
         let form = forms[reg.0 as usize].get_or_insert_with(|| self.reg_form(ssa, reg));
@@ -197,10 +188,7 @@ impl FunctionAnalysis<'_> {
     pub(crate) fn merge_reaching(&self, at: InstId, reg: Reg) -> Option<BlockId> {
         let ssa = self.ssa.get_or_init(|| Ssa::build(self)).as_ref()?;
         let block = self.cfg.block_of(at);
-        if !ssa.whole_function
-            || !self.dominators().is_reachable(block)
-            || reg.0 as usize >= ssa.forms.borrow().len()
-        {
+        if !self.dominators().is_reachable(block) || reg.0 as usize >= ssa.forms.borrow().len() {
             return None;
         }
         let sites = self.def_sites(reg);
@@ -381,7 +369,8 @@ mod tests {
 
     /// A merge that a read finds names one value: the read's block is the merge's or one it
     /// dominates, and every way back from the read meets the merge's start before any
-    /// definition of the register (the merge's block has none, nor any block between).
+    /// definition of the register (the merge's block has none, nor any block between) in a block
+    /// that the entry reaches.
     #[test]
     fn a_merge_a_read_finds_has_no_definition_below_it() {
         let mut rng = Lcg(11);
@@ -406,7 +395,9 @@ mod tests {
                     }
                     // The read's own block, met again around a loop, counts whole.
                     let mut seen = Vec::new();
-                    let mut work: Vec<BlockId> = cfg.predecessors(block).collect();
+                    let reachable = |b: &BlockId| analysis.dominators().is_reachable(*b);
+                    let mut work: Vec<BlockId> =
+                        cfg.predecessors(block).filter(reachable).collect();
                     while let Some(b) = work.pop() {
                         if seen.contains(&b) {
                             continue;
@@ -415,7 +406,7 @@ mod tests {
                         let range = &cfg.block(b).insts;
                         assert!(!defines(range.start, range.end), "{context}, {b:?} defines");
                         if b != merge {
-                            work.extend(cfg.predecessors(b));
+                            work.extend(cfg.predecessors(b).filter(reachable));
                         }
                     }
                 }

@@ -244,7 +244,8 @@ fn graph_arrays_loop_tables_and_loop_scans_answer_like_plain_ones() {
 }
 
 /// The definitions of `reg` that reach `at`, by scanning every instruction backward from `at`
-/// and through predecessors; a guarded definition does not end the path.
+/// and through the predecessors that the entry reaches; a guarded definition does not end the
+/// path.
 fn plain_reaching_defs(
     analysis: &FunctionAnalysis<'_>,
     func: &Function,
@@ -254,6 +255,14 @@ fn plain_reaching_defs(
     let cfg = &analysis.cfg;
     let mut reach = Reach::default();
     let mut seen = vec![false; cfg.blocks.len()];
+    // The blocks that a path from the entry enters, found by a walk of their own.
+    let mut reachable = vec![false; cfg.blocks.len()];
+    let mut stack = vec![BlockId(0)];
+    while let Some(block) = stack.pop() {
+        if !std::mem::replace(&mut reachable[block.index()], true) {
+            stack.extend(cfg.successors(block));
+        }
+    }
     let mut work = vec![(cfg.block_of(at), Some(at))];
     while let Some((block, before)) = work.pop() {
         let insts = &cfg.block(block).insts;
@@ -275,7 +284,7 @@ fn plain_reaching_defs(
         let mut has_pred = false;
         for pred in cfg.predecessors(block) {
             has_pred = true;
-            if !std::mem::replace(&mut seen[pred.index()], true) {
+            if reachable[pred.index()] && !std::mem::replace(&mut seen[pred.index()], true) {
                 work.push((pred, None));
             }
         }

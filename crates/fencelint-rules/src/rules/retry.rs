@@ -2,7 +2,7 @@
 //! polls again. Both poll rules take the way past such a test as a wait's way out.
 
 use fencelint_cfg::{BlockId, FunctionAnalysis, Loop};
-use fencelint_ir::{AddrBase, Inst, InstId, Reg};
+use fencelint_ir::{AddrBase, Inst, InstId, InstKind, Reg, Space, ValueOp};
 
 /// A conditional branch inside a loop whose one side goes back to the loop's header through
 /// blocks with no memory or ordering instruction and polls again (the retry), and whose other
@@ -34,7 +34,7 @@ pub(crate) fn retried_tests(
     let cfg = &analysis.cfg;
     // Every retry passes the header before any memory instruction: when the header's first one
     // is not a read that may be a poll, no test of the loop is retried.
-    if let Some(&first) = analysis.block_memory_insts(lp.header).first()
+    if let Some(first) = first_work(analysis, lp.header)
         && !may_poll(func.inst(first))
     {
         return Vec::new();
@@ -42,6 +42,8 @@ pub(crate) fn retried_tests(
     // The walk's lists, reused: most blocks of a large loop are tested.
     let mut seen: Vec<(BlockId, bool)> = Vec::new();
     let mut stack: Vec<(BlockId, bool)> = Vec::new();
+    // Whether a test decides on a value shuffled from another lane, by test block.
+    let mut shuffled: Vec<(BlockId, bool)> = Vec::new();
     // The reads that `from` polls again: it goes back to the header through blocks with no
     // memory or ordering instruction, not passing `test`, and past the header the first memory
     // instruction on every path is a read that may be a poll (the caller asks for the test's
@@ -49,7 +51,7 @@ pub(crate) fn retried_tests(
     // back to the wait. `None` when `from` does not retry.
     let mut retry = |test: BlockId, from: BlockId| -> Option<Vec<InstId>> {
         // The usual answer, without a walk: the side starts with memory work.
-        if !analysis.block_memory_insts(from).is_empty() {
+        if first_work(analysis, from).is_some() {
             return None;
         }
         seen.clear();
@@ -59,7 +61,7 @@ pub(crate) fn retried_tests(
         let mut polls = Vec::new();
         while let Some((block, past)) = stack.pop() {
             let past = past || block == lp.header;
-            if let Some(&first) = analysis.block_memory_insts(block).first() {
+            if let Some(first) = first_work(analysis, block) {
                 let polled = may_poll(func.inst(first));
                 if !past || !polled {
                     return None;
@@ -70,6 +72,19 @@ pub(crate) fn retried_tests(
                 continue;
             }
             if block == test {
+                // Back at the test without a read of its own: a lane that leaves the polling to
+                // another lane of its warp and tests what that lane read, shuffled to it.
+                if past {
+                    let known = shuffled.iter().find(|&&(b, _)| b == test).map(|&(_, yes)| yes);
+                    let yes = known.unwrap_or_else(|| {
+                        let yes = tests_shuffled(analysis, test);
+                        shuffled.push((test, yes));
+                        yes
+                    });
+                    if yes {
+                        continue;
+                    }
+                }
                 return None;
             }
             // A way back to the header through a counted loop's latch (`j += stride; if (j <
@@ -111,6 +126,46 @@ pub(crate) fn retried_tests(
         found.push(RetriedTest { test: block, go, polls });
     }
     found
+}
+
+/// The first memory or ordering instruction of `block` that a retry counts: reads of the
+/// kernel's parameters and constant banks (`ULDC`, `LDC`, `ld.param`) and of the thread's own
+/// local memory are not work that leaves a wait.
+fn first_work(analysis: &FunctionAnalysis<'_>, block: BlockId) -> Option<InstId> {
+    let func = analysis.func;
+    analysis.block_memory_insts(block).iter().copied().find(|&id| match &func.inst(id).kind {
+        InstKind::Load(mem) => !matches!(mem.space, Space::Param | Space::Const | Space::Local),
+        _ => true,
+    })
+}
+
+/// Whether the branch that ends `block` tests a value that a shuffle brought from another lane
+/// (`SHFL.IDX`, `shfl.sync`): through the comparison that sets its predicate and at most
+/// three more copies or computations. A lock that one lane tries for its warp (`got = lane == 0
+/// && atomicCAS(lock, 0, 1) == 0; got = __shfl_sync(~0u, got, 0); if (got != 1) continue;`)
+/// polls in that lane only; the other lanes wait for its answer.
+fn tests_shuffled(analysis: &FunctionAnalysis<'_>, block: BlockId) -> bool {
+    let func = analysis.func;
+    let branch = analysis.cfg.block(block).last();
+    let Some(guard) = func.inst(branch).guard else { return false };
+    let mut work = vec![(branch, guard.reg, 0)];
+    let mut seen: Vec<InstId> = Vec::new();
+    while let Some((at, reg, depth)) = work.pop() {
+        for def in analysis.reaching_defs(at, reg).defs {
+            if seen.contains(&def) {
+                continue;
+            }
+            seen.push(def);
+            let inst = func.inst(def);
+            if matches!(inst.value, Some(ValueOp::Shuffle(_))) {
+                return true;
+            }
+            if depth < 4 {
+                work.extend(inst.uses.iter().map(|&used| (def, used, depth + 1)));
+            }
+        }
+    }
+    false
 }
 
 /// Whether `block` ends with a test that may leave `lp` and that compares a register the block
