@@ -126,19 +126,21 @@ fn retried_spins(analysis: &FunctionAnalysis<'_>, lp: &Loop) -> Vec<Spin> {
     let mut spins = Vec::new();
     for test in retried_tests(analysis, lp, may_poll, after_acquire) {
         let branch = analysis.cfg.block(test.test).last();
+        // The polls are the retry's own reads or the test is none (below), so the memory work
+        // before the branch is tested first, without the branch's slice.
+        let only_polls = lp
+            .memory_insts(analysis)
+            .filter(|&id| analysis.dominates(id, branch))
+            .all(|id| test.polls.contains(&id) || !accesses_memory(func.inst(id)));
+        if !only_polls {
+            continue;
+        }
         let polls: BTreeSet<InstId> = analysis
             .deciding_reads(branch, Some(lp))
             .into_iter()
             .filter(|read| test.polls.contains(read) && lp.address_is_invariant(analysis, *read))
             .collect();
-        if polls.len() != test.polls.len() {
-            continue;
-        }
-        let only_polls = lp
-            .memory_insts(analysis)
-            .filter(|&id| analysis.dominates(id, branch))
-            .all(|id| polls.contains(&id) || !accesses_memory(func.inst(id)));
-        if only_polls {
+        if polls.len() == test.polls.len() {
             spins.push(Spin {
                 scope: widest_scope(func, &polls),
                 polls,

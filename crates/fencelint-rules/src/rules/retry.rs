@@ -2,7 +2,7 @@
 //! polls again. Both poll rules take the way past such a test as a wait's way out.
 
 use fencelint_cfg::{BlockId, FunctionAnalysis, Loop};
-use fencelint_ir::{AddrBase, Inst, InstId, InstKind, Reg, Space, ValueOp};
+use fencelint_ir::{AddrBase, Barrier, Inst, InstId, InstKind, Reg, Space, ValueOp};
 
 /// A conditional branch inside a loop whose one side goes back to the loop's header through
 /// blocks with no memory or ordering instruction and polls again (the retry), and whose other
@@ -42,26 +42,34 @@ pub(crate) fn retried_tests(
     // The walk's lists, reused: most blocks of a large loop are tested.
     let mut seen: Vec<(BlockId, bool)> = Vec::new();
     let mut stack: Vec<(BlockId, bool)> = Vec::new();
+    // The blocks met before the header, for the test of counted latches.
+    let mut way_back: Vec<BlockId> = Vec::new();
     // Whether a test decides on a value shuffled from another lane, by test block.
     let mut shuffled: Vec<(BlockId, bool)> = Vec::new();
     // The reads that `from` polls again: it goes back to the header through blocks with no
     // memory or ordering instruction, not passing `test`, and past the header the first memory
-    // instruction on every path is a read that may be a poll (the caller asks for the test's
-    // own). A path that meets any other memory instruction first goes on to other work, not
+    // instruction on every path ([`first_work`]) is a read that may be a poll (the caller asks
+    // for the test's own). A path that meets any other memory instruction first goes on to other work, not
     // back to the wait. `None` when `from` does not retry.
     let mut retry = |test: BlockId, from: BlockId| -> Option<Vec<InstId>> {
         // The usual answer, without a walk: the side starts with memory work.
-        if first_work(analysis, from).is_some() {
+        if !analysis.block_memory_insts(from).is_empty() {
             return None;
         }
         seen.clear();
         stack.clear();
+        way_back.clear();
         seen.push((from, false));
         stack.push((from, false));
         let mut polls = Vec::new();
         while let Some((block, past)) = stack.pop() {
             let past = past || block == lp.header;
-            if let Some(first) = first_work(analysis, block) {
+            let first = if past {
+                first_work(analysis, block)
+            } else {
+                analysis.block_memory_insts(block).first().copied()
+            };
+            if let Some(first) = first {
                 let polled = may_poll(func.inst(first));
                 if !past || !polled {
                     return None;
@@ -87,10 +95,8 @@ pub(crate) fn retried_tests(
                 }
                 return None;
             }
-            // A way back to the header through a counted loop's latch (`j += stride; if (j <
-            // n) goto head;`) starts new work, not the same test tried again.
-            if !past && counts_steps(analysis, lp, block) {
-                return None;
+            if !past {
+                way_back.push(block);
             }
             for next in cfg.successors(block) {
                 if !lp.contains(next) || seen.contains(&(next, past)) {
@@ -103,7 +109,13 @@ pub(crate) fn retried_tests(
                 stack.push((next, past));
             }
         }
-        (!polls.is_empty()).then_some(polls)
+        // A way back to the header through a counted loop's latch (`j += stride; if (j < n)
+        // goto head;`) starts new work, not the same test tried again. Asked last, of a way
+        // that polls again (the test costs more than the walk).
+        if polls.is_empty() || way_back.iter().any(|&block| counts_steps(analysis, lp, block)) {
+            return None;
+        }
+        Some(polls)
     };
     let mut found = Vec::new();
     for &block in &lp.blocks {
@@ -128,13 +140,17 @@ pub(crate) fn retried_tests(
     found
 }
 
-/// The first memory or ordering instruction of `block` that a retry counts: reads of the
-/// kernel's parameters and constant banks (`ULDC`, `LDC`, `ld.param`) and of the thread's own
-/// local memory are not work that leaves a wait.
+/// The first memory or ordering instruction of `block` that a retry counts past the header:
+/// reads of the kernel's parameters and constant banks (`ULDC`, `LDC`, `ld.param`) and of the
+/// thread's own local memory before the poll (ptxas loads the flag's address again in each
+/// round), and warp syncs (`WARPSYNC.COLLECTIVE` before a shuffle in a divergent warp's slow
+/// path), are not work that leaves a wait. On the way back to the header every memory
+/// instruction still ends the retry (it costs little: most ways back start with one).
 fn first_work(analysis: &FunctionAnalysis<'_>, block: BlockId) -> Option<InstId> {
     let func = analysis.func;
     analysis.block_memory_insts(block).iter().copied().find(|&id| match &func.inst(id).kind {
         InstKind::Load(mem) => !matches!(mem.space, Space::Param | Space::Const | Space::Local),
+        InstKind::Barrier(Barrier::WarpSync) => false,
         _ => true,
     })
 }
