@@ -1,6 +1,6 @@
 //! Natural loops and their exits.
 
-use fencelint_ir::{AddrBase, InstId, InstKind, Reg, Space, ValueOp};
+use fencelint_ir::{AddrBase, Inst, InstId, InstKind, Reg, Space, ValueOp};
 
 use crate::{BlockId, FunctionAnalysis};
 
@@ -92,16 +92,11 @@ impl Loop {
     pub fn feeds_itself(&self, analysis: &FunctionAnalysis<'_>, inst: InstId) -> bool {
         let func = analysis.func;
         let this = func.inst(inst);
-        let address_regs: &[Reg] = match this.address.as_ref().map(|a| &a.base) {
-            Some(AddrBase::Reg(reg)) => std::slice::from_ref(reg),
-            Some(AddrBase::Complex(regs)) => regs,
-            _ => &[],
-        };
         let guard = this.guard.map(|g| g.reg);
         let mut work: Vec<(InstId, Reg)> = this
             .uses
             .iter()
-            .filter(|&&reg| !address_regs.contains(&reg) && Some(reg) != guard)
+            .filter(|&&reg| !address_regs(this).contains(&reg) && Some(reg) != guard)
             .map(|&reg| (inst, reg))
             .collect();
         let mut seen = Vec::new();
@@ -118,12 +113,43 @@ impl Loop {
                     return true;
                 }
                 let defining = func.inst(def);
-                if self.contains_inst(analysis, def) && !defining.kind.reads_memory() {
+                if !self.contains_inst(analysis, def) {
+                    continue;
+                }
+                if !defining.kind.reads_memory() {
                     work.extend(defining.uses.iter().map(|&used| (def, used)));
+                } else if let InstKind::Load(mem) = &defining.kind
+                    && mem.space == Space::Local
+                {
+                    work.extend(self.spilled_values(analysis, def));
                 }
             }
         }
         false
+    }
+
+    /// The values that the loop's stores to the thread's local memory leave at the address
+    /// that `load` (a local load of the loop) reads: a value spilled and loaded back (`STL.64
+    /// [R1+0x8], R2; ...; LDL.64 R8, [R1+0x8]`, the expected value of a compare-and-swap loop
+    /// that ptxas keeps on the stack). Each as the store and the register it stores.
+    fn spilled_values(&self, analysis: &FunctionAnalysis<'_>, load: InstId) -> Vec<(InstId, Reg)> {
+        let func = analysis.func;
+        let Some(address) = &func.inst(load).address else { return Vec::new() };
+        let key = analysis.address_key(load, address);
+        let mut values = Vec::new();
+        for &store in analysis.local_writers() {
+            let inst = func.inst(store);
+            let (InstKind::Store(mem), Some(at)) = (&inst.kind, &inst.address) else { continue };
+            if mem.space != Space::Local
+                || !self.contains_inst(analysis, store)
+                || !analysis.address_key(store, at).same_as(&key)
+            {
+                continue;
+            }
+            let stored = inst.uses.iter().filter(|reg| !address_regs(inst).contains(reg));
+            values.extend(stored.map(|&reg| (store, reg)));
+        }
+        values
     }
 
     /// How many register uses [`Self::feeds_itself`] follows.
@@ -200,6 +226,15 @@ impl Loop {
                 _ => false,
             }
         })
+    }
+}
+
+/// The registers that `inst`'s address is computed from.
+fn address_regs(inst: &Inst) -> &[Reg] {
+    match inst.address.as_ref().map(|a| &a.base) {
+        Some(AddrBase::Reg(reg)) => std::slice::from_ref(reg),
+        Some(AddrBase::Complex(regs)) => regs,
+        _ => &[],
     }
 }
 

@@ -340,6 +340,15 @@ fn plain_deciding_reads(
                 continue;
             }
             let inst = func.inst(def);
+            // The predicate of a SASS atomic on a generic address says where it was performed,
+            // not what memory held.
+            if let InstKind::Atomic { mem, .. } = &inst.kind
+                && mem.space == fencelint_ir::Space::Generic
+                && inst.value != Some(fencelint_ir::ValueOp::RetriedSwap)
+                && analysis.is_predicate(reg)
+            {
+                continue;
+            }
             if inst.kind.reads_memory()
                 || matches!(inst.kind, InstKind::Mbarrier(fencelint_ir::MbarrierOp::Wait { .. }))
             {
