@@ -334,6 +334,13 @@ pub enum ValueOp {
     /// a clock), and what comes from other lanes (`shfl`, `match`, `redux`; SASS `SHFL`,
     /// `MATCH`, `REDUX`).
     Varying,
+    /// `src` times one plus zero: SASS `IMAD R2, R3, 0x1, RZ`, `UIMAD.WIDE.U32 UR6, UR6, 0x1,
+    /// URZ` (how ptxas widens a warp's lane count for a 64-bit `atomicAdd`), `IMAD.U32 R8, RZ,
+    /// RZ, UR6`. The destination, or for `.WIDE` its low register, holds `src`; the high
+    /// register of a `.WIDE` holds zero (or the sign). Unlike [`ValueOp::Copy`], which every
+    /// analysis follows, this one is read only where it is named (the ticket test of
+    /// spin-poll-without-acquire), since a `.WIDE` instruction writes two registers.
+    TimesOne(Reg),
     /// The value of `src` in a lane of the warp that the instruction picks (PTX `shfl.sync`,
     /// SASS `SHFL`): varying as [`ValueOp::Varying`] is, but one of the values `src` takes in
     /// the warp's lanes. Lets an analysis see that a flag one lane computed and broadcast keeps
@@ -412,6 +419,7 @@ impl ValueOp {
             | Self::FetchAddReg(a)
             | Self::PopCount(a)
             | Self::Shuffle(a)
+            | Self::TimesOne(a)
             | Self::BytePermute { src: Some(a), .. } => *a = map(*a),
             Self::And(a, b)
             | Self::Or(a, b)

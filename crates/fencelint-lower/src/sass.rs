@@ -1216,6 +1216,26 @@ fn value_op(
         ValueRule::Lop3And => lop3_and_value(func, operands),
         ValueRule::Plop3 => plop3_value(func, operands),
         ValueRule::Vote => vote_value(func, opcode, operands),
+        ValueRule::TimesOne => {
+            let modifiers = opcode.split('.').skip(1);
+            if modifiers.clone().any(|m| m == "HI" || m == "X") {
+                return None;
+            }
+            let [.., a, b, c] = operands else { return None };
+            let zero = |o: &Operand<'_>| o.reg().is_some_and(|r| r.reg.is_zero());
+            let one = |o: &Operand<'_>| !o.neg && matches!(o.kind, OperandKind::Imm(1));
+            let src = if one(b) && zero(c) {
+                a
+            } else if zero(a) && zero(b) {
+                c
+            } else {
+                return None;
+            };
+            if !is_general(src) || !is_plain(src) {
+                return None;
+            }
+            Some(ValueOp::TimesOne(func.reg(src.reg()?.reg)?))
+        }
         ValueRule::Popc => {
             let [_, src] = operands else { return None };
             if !is_general(src) || !is_plain(src) {

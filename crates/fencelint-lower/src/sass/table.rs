@@ -147,6 +147,9 @@ pub enum ValueRule {
     Shuffle,
     /// `SEL R19, RZ, 0x1, P1`: one of two constants (`RZ` is 0).
     Either,
+    /// `IMAD R2, R3, 0x1, RZ`, `UIMAD.WIDE.U32 UR6, UR6, 0x1, URZ`, `IMAD.U32 R8, RZ, RZ, UR6`:
+    /// a register times one plus zero (not `.HI`, not `.X`).
+    TimesOne,
     /// `QSPC.E.S P0, RZ, [R2.64]`: whether a generic address lies in the state space the last
     /// modifier names (`S` the CTA's shared memory, `D` a cluster CTA's, `G` global, `L`
     /// local).
@@ -565,6 +568,7 @@ fn meaning_of(class: Class, facts: &mut Facts<'_>) -> Result<Meaning, String> {
         Some("varying") => Some(ValueRule::Varying),
         Some("shuffle") => Some(ValueRule::Shuffle),
         Some("either") => Some(ValueRule::Either),
+        Some("times_one") => Some(ValueRule::TimesOne),
         Some("space_query") => Some(ValueRule::SpaceQuery),
         Some("fetch_add") => Some(ValueRule::FetchAdd),
         Some(other) => return Err(format!("unknown value rule `{other}`")),

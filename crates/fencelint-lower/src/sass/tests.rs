@@ -185,6 +185,35 @@ fn moves_and_adds_are_followed() {
     assert_eq!(f.insts[8].value, None);
 }
 
+/// A multiply by one plus zero holds its source (in the low register of a `.WIDE`); the high
+/// word of a product, one with a carry in, and other multipliers do not.
+#[test]
+fn multiplies_by_one_hold_their_source() {
+    let text = "
+		Function : k
+        /*0000*/                   UPOPC UR6, UR5 ;
+        /*0010*/                   UIMAD.WIDE.U32 UR6, UR6, 0x1, URZ ;
+        /*0020*/                   IMAD.U32 R8, RZ, RZ, UR6 ;
+        /*0030*/                   IMAD R9, R3, 0x1, RZ ;
+        /*0040*/                   IMAD.HI.U32 R10, R3, 0x1, RZ ;
+        /*0050*/                   IMAD.X R11, R3, 0x1, RZ, P0 ;
+        /*0060*/                   IMAD R12, R3, 0x2, RZ ;
+        /*0070*/                   IMAD R13, R3, 0x1, R4 ;
+        /*0080*/                   IMAD R14, R3, -0x1, RZ ;
+		..........
+";
+    let modules = lower(text, SassFormat::CuobjdumpText);
+    let f = only_function(&modules);
+    let reg = |name: &str| fencelint_ir::Reg(f.regs.iter().position(|r| r == name).unwrap() as u32);
+    let values: Vec<Option<ValueOp>> = f.insts.iter().map(|i| i.value.clone()).collect();
+    assert_eq!(values[0], Some(ValueOp::PopCount(reg("UR5"))));
+    assert_eq!(names(f, &f.insts[1].defs), ["UR6", "UR7"]);
+    assert_eq!(values[1], Some(ValueOp::TimesOne(reg("UR6"))));
+    assert_eq!(values[2], Some(ValueOp::TimesOne(reg("UR6"))));
+    assert_eq!(values[3], Some(ValueOp::TimesOne(reg("R3"))));
+    assert_eq!(values[4..], [None, None, None, None, None]);
+}
+
 #[test]
 fn comparisons_with_a_constant_or_a_register() {
     let text = "

@@ -497,7 +497,9 @@ fn reads_moving_memory(
 /// idiom, adds nothing. The front ends record the addend: an immediate (`ValueOp::FetchAdd`,
 /// PTX), or a register (`ValueOp::FetchAddReg`: SASS `ATOMG.E.ADD.STRONG.GPU PT, R15, [R18],
 /// R22`, PTX `atom.global.add.u32 %r1, [%rd1], %r2`) defined as a nonzero constant (`MOV R22,
-/// 0x1`, `mov.u32 %r2, 1`) or as a count of active lanes; an add of `RZ` has neither.
+/// 0x1`, `mov.u32 %r2, 1`) or as a count of active lanes, through copies and multiplies by one
+/// (a 64-bit add widens the count: `UPOPC UR6, UR5; UIMAD.WIDE.U32 UR6, UR6, 0x1, URZ; MOV R8,
+/// UR6`); an add of `RZ` has neither.
 fn takes_a_ticket(analysis: &FunctionAnalysis<'_>, load: InstId) -> bool {
     let func = analysis.func;
     let inst = func.inst(load);
@@ -509,13 +511,26 @@ fn takes_a_ticket(analysis: &FunctionAnalysis<'_>, load: InstId) -> bool {
         Some(ValueOp::FetchAddReg(addend)) => addend,
         _ => return false,
     };
-    let reach = analysis.reaching_defs(load, addend);
+    nonzero_addend(analysis, load, addend, 0)
+}
+
+/// Whether every definition of `reg` that reaches `at` is a nonzero constant or a count of
+/// active lanes, directly or through at most three copies (`MOV R8, UR6`) and multiplies by one
+/// (`UIMAD.WIDE.U32 UR6, UR6, 0x1, URZ`, `ValueOp::TimesOne`).
+fn nonzero_addend(analysis: &FunctionAnalysis<'_>, at: InstId, reg: Reg, depth: u8) -> bool {
+    let func = analysis.func;
+    let reach = analysis.reaching_defs(at, reg);
     !reach.from_entry
         && !reach.defs.is_empty()
         && reach.defs.iter().all(|&def| {
             let inst = func.inst(def);
-            matches!(inst.value, Some(ValueOp::Imm(amount)) if amount != 0)
-                || counts_active_lanes(analysis, def)
+            match inst.value {
+                Some(ValueOp::Imm(amount)) => amount != 0,
+                Some(ValueOp::Copy(src) | ValueOp::TimesOne(src)) if depth < 3 => {
+                    nonzero_addend(analysis, def, src, depth + 1)
+                }
+                _ => counts_active_lanes(analysis, def),
+            }
         })
 }
 
