@@ -12,10 +12,10 @@
 //! The answer is the walk's, definition for definition: a guarded definition does not end a
 //! path, an unguarded one does, and a path that reaches the entry with none sets
 //! [`Reach::from_entry`]. Inside a loop, paths stay in the loop's blocks (the header merges only
-//! the values of its latches). The form is built over the blocks the entry reaches, so a
-//! function where an unreached block leads into reached code, or whose entry block has
-//! predecessors, is answered by the walk; so is a use in an unreached block (`walks.rs` and
-//! this module's tests compare the two).
+//! the values of its latches). The form is built over the blocks the entry reaches, and the
+//! walk too passes over blocks that the entry does not reach (a definition there reaches
+//! nothing). A function whose entry block has predecessors is answered by the walk; so is a
+//! use in an unreached block (`walks.rs` and this module's tests compare the two).
 
 use std::cell::RefCell;
 

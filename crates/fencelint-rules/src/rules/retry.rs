@@ -157,7 +157,7 @@ fn first_work(analysis: &FunctionAnalysis<'_>, block: BlockId) -> Option<InstId>
 
 /// Whether the branch that ends `block` tests a value that a shuffle brought from another lane
 /// (`SHFL.IDX`, `shfl.sync`): through the comparison that sets its predicate and at most
-/// three more copies or computations. A lock that one lane tries for its warp (`got = lane == 0
+/// four more copies or computations. A lock that one lane tries for its warp (`got = lane == 0
 /// && atomicCAS(lock, 0, 1) == 0; got = __shfl_sync(~0u, got, 0); if (got != 1) continue;`)
 /// polls in that lane only; the other lanes wait for its answer.
 fn tests_shuffled(analysis: &FunctionAnalysis<'_>, block: BlockId) -> bool {
