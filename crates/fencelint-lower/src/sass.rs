@@ -1217,8 +1217,7 @@ fn value_op(
         ValueRule::Plop3 => plop3_value(func, operands),
         ValueRule::Vote => vote_value(func, opcode, operands),
         ValueRule::TimesOne => {
-            let modifiers = opcode.split('.').skip(1);
-            if modifiers.clone().any(|m| m == "HI" || m == "X") {
+            if opcode.split('.').skip(1).any(|m| m == "HI" || m == "X") {
                 return None;
             }
             let [.., a, b, c] = operands else { return None };

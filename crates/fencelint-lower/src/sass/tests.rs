@@ -26,6 +26,17 @@ fn names(func: &Function, regs: &[fencelint_ir::Reg]) -> Vec<String> {
     regs.iter().map(|r| func.reg_name(*r).to_owned()).collect()
 }
 
+/// The register of `func` named `name`.
+fn reg_named(func: &Function, name: &str) -> fencelint_ir::Reg {
+    let index = func.regs.iter().position(|r| r == name).unwrap_or_else(|| panic!("no {name}"));
+    fencelint_ir::Reg(index as u32)
+}
+
+/// The value of each instruction of `func`, in order.
+fn values_of(func: &Function) -> Vec<Option<ValueOp>> {
+    func.insts.iter().map(|i| i.value.clone()).collect()
+}
+
 const SPIN: &str = "
 	code for sm_90a
 	.target	sm_90a
@@ -172,7 +183,7 @@ fn moves_and_adds_are_followed() {
 ";
     let modules = lower(text, SassFormat::CuobjdumpText);
     let f = only_function(&modules);
-    let reg = |name: &str| fencelint_ir::Reg(f.regs.iter().position(|r| r == name).unwrap() as u32);
+    let reg = |name: &str| reg_named(f, name);
     assert_eq!(f.insts[0].value, Some(ValueOp::Param("c[0x0][0x160]".into())));
     assert_eq!(f.insts[1].value, Some(ValueOp::Param("c[0x0][0x164]".into())));
     assert_eq!(names(f, &f.insts[2].defs), ["R4", "P0"]);
@@ -204,8 +215,8 @@ fn multiplies_by_one_hold_their_source() {
 ";
     let modules = lower(text, SassFormat::CuobjdumpText);
     let f = only_function(&modules);
-    let reg = |name: &str| fencelint_ir::Reg(f.regs.iter().position(|r| r == name).unwrap() as u32);
-    let values: Vec<Option<ValueOp>> = f.insts.iter().map(|i| i.value.clone()).collect();
+    let reg = |name: &str| reg_named(f, name);
+    let values = values_of(f);
     assert_eq!(values[0], Some(ValueOp::PopCount(reg("UR5"))));
     assert_eq!(names(f, &f.insts[1].defs), ["UR6", "UR7"]);
     assert_eq!(values[1], Some(ValueOp::TimesOne(reg("UR6"))));
@@ -236,7 +247,7 @@ fn comparisons_with_a_constant_or_a_register() {
 ";
     let modules = lower(text, SassFormat::CuobjdumpText);
     let f = only_function(&modules);
-    let reg = |name: &str| fencelint_ir::Reg(f.regs.iter().position(|r| r == name).unwrap() as u32);
+    let reg = |name: &str| reg_named(f, name);
     let compare = |relation, signed| IntCompare { relation, signed, bits: 32 };
     assert_eq!(f.insts[0].value, Some(ValueOp::Compare(compare(Relation::Ne, true), reg("R2"), 0)));
     assert_eq!(
@@ -394,7 +405,7 @@ fn masks_by_a_constant() {
 ";
     let modules = lower(text, SassFormat::CuobjdumpText);
     let f = only_function(&modules);
-    let reg = |name: &str| fencelint_ir::Reg(f.regs.iter().position(|r| r == name).unwrap() as u32);
+    let reg = |name: &str| reg_named(f, name);
     assert_eq!(f.insts[0].value, Some(ValueOp::AndImm(reg("R11"), 0x3fff_ffff)));
     assert_eq!(f.insts[1].value, Some(ValueOp::AndImm(reg("UR5"), 0xff)));
     // `0x40` is `a & b & !c`, the same function when the third input is zero.
@@ -452,8 +463,8 @@ fn value_and_alu_facts() {
 ";
     let modules = lower(text, SassFormat::CuobjdumpText);
     let f = only_function(&modules);
-    let reg = |name: &str| fencelint_ir::Reg(f.regs.iter().position(|r| r == name).unwrap() as u32);
-    let values: Vec<Option<ValueOp>> = f.insts.iter().map(|i| i.value.clone()).collect();
+    let reg = |name: &str| reg_named(f, name);
+    let values = values_of(f);
     assert_eq!(values[0], Some(ValueOp::ActiveLanes));
     // The ballot of another predicate is not the active lanes.
     assert_eq!(values[1], None);

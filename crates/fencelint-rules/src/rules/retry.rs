@@ -49,8 +49,8 @@ pub(crate) fn retried_tests(
     // The reads that `from` polls again: it goes back to the header through blocks with no
     // memory or ordering instruction, not passing `test`, and past the header the first memory
     // instruction on every path ([`first_work`]) is a read that may be a poll (the caller asks
-    // for the test's own). A path that meets any other memory instruction first goes on to other work, not
-    // back to the wait. `None` when `from` does not retry.
+    // for the test's own). A path that meets any other memory instruction first goes on to
+    // other work, not back to the wait. `None` when `from` does not retry.
     let mut retry = |test: BlockId, from: BlockId| -> Option<Vec<InstId>> {
         // The usual answer, without a walk: the side starts with memory work.
         if !analysis.block_memory_insts(from).is_empty() {
@@ -82,18 +82,18 @@ pub(crate) fn retried_tests(
             if block == test {
                 // Back at the test without a read of its own: a lane that leaves the polling to
                 // another lane of its warp and tests what that lane read, shuffled to it.
-                if past {
+                let other_lane = past && {
                     let known = shuffled.iter().find(|&&(b, _)| b == test).map(|&(_, yes)| yes);
-                    let yes = known.unwrap_or_else(|| {
+                    known.unwrap_or_else(|| {
                         let yes = tests_shuffled(analysis, test);
                         shuffled.push((test, yes));
                         yes
-                    });
-                    if yes {
-                        continue;
-                    }
+                    })
+                };
+                if !other_lane {
+                    return None;
                 }
-                return None;
+                continue;
             }
             if !past {
                 way_back.push(block);
