@@ -2,7 +2,7 @@
 //! loop, paying an L1 invalidate per poll where a relaxed poll and one fence after the loop
 //! order the same.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use fencelint_cfg::{FunctionAnalysis, Loop};
 use fencelint_ir::{Dialect, Fence, FenceKind, Function, Inst, InstId, InstKind, MemAccess, Scope};
@@ -71,12 +71,85 @@ fn check_spin(cx: &mut FunctionCx<'_>, lp: &Loop, spin: &Spin, reported: &mut BT
         if cost == Cost::Invalidate && guard.is_some() && guard != analysis.func.inst(poll).guard {
             continue;
         }
-        if reported.contains(&id) {
+        if reported.contains(&id) || woken_by_other_polls(analysis, lp, poll) {
             continue;
         }
         reported.insert(id);
         report(cx, id, poll, spin, cost);
     }
+}
+
+/// Whether every way round `lp` from the poll `poll` back to it reads the polled location
+/// again first with a read that pays no invalidate ([`per_iteration_acquire`]) and runs
+/// whenever the way does (not guarded): the loop spins on those other reads, and `poll` (with
+/// the acquire that goes with it) runs only when one of them lets the loop go round. libcu++ waits this way in every
+/// primitive built on `atomic::wait` (a semaphore's `acquire`, a latch's or a device barrier's
+/// `wait`): one acquire load or exchange, then relaxed reads of the same word until it changes
+/// (`ld.relaxed.gpu` sixteen times in a row, then with a back-off), then the acquire again; a
+/// test-and-test-and-set lock is the same shape. The acquire is paid once a change, not once a
+/// poll, and is not reported. A wait whose every poll is an acquire
+/// (`atomic::wait(old, memory_order_acquire)`) has a way round with no other read of the
+/// location and still is.
+fn woken_by_other_polls(analysis: &FunctionAnalysis<'_>, lp: &Loop, poll: InstId) -> bool {
+    let func = analysis.func;
+    let inst = func.inst(poll);
+    let Some(address) = &inst.address else { return false };
+    let flag = analysis.address_key(poll, address);
+    let bytes =
+        polled(inst).and_then(|m| m.width).map_or(1, |bits| i64::from(bits.div_ceil(8)).max(1));
+    let cfg = &analysis.cfg;
+    // A read that always runs where it is and pays no invalidate: not guarded, no acquire, and in
+    // SASS no `CCTL.IVALL` after it in its block.
+    let relaxed_reread = |id: InstId| {
+        let inst = func.inst(id);
+        let invalidated = || {
+            let only = analysis.block_memory_insts(cfg.block_of(id));
+            let after = only.partition_point(|other| other.0 <= id.0);
+            only[after..].iter().any(|&other| {
+                matches!(
+                    func.inst(other).kind,
+                    InstKind::Fence(Fence { kind: FenceKind::L1Invalidate, .. })
+                )
+            })
+        };
+        id != poll
+            && inst.guard.is_none()
+            && polled(inst).is_some()
+            && per_iteration_acquire(inst).is_none()
+            && analysis.inst_address_within(id, &flag, bytes)
+            && !invalidated()
+    };
+    let home = cfg.block_of(poll);
+    // Whether such a read lies in `block` from `from` on, before `to`.
+    let reread_in = |block, from: u32, to: u32| {
+        let only = analysis.block_memory_insts(block);
+        let first = only.partition_point(|id| id.0 < from);
+        only[first..].iter().take_while(|id| id.0 < to).any(|&id| relaxed_reread(id))
+    };
+    if reread_in(home, poll.0 + 1, cfg.block(home).insts.end) {
+        return true;
+    }
+    let mut seen = HashSet::from([home]);
+    let mut work: Vec<_> = cfg.successors(home).collect();
+    while let Some(block) = work.pop() {
+        if !lp.contains(block) {
+            continue;
+        }
+        if block == home {
+            // Round to the poll's own block: the way is clear if nothing before it reads again.
+            if !reread_in(home, cfg.block(home).insts.start, poll.0) {
+                return false;
+            }
+            continue;
+        }
+        if !seen.insert(block) {
+            continue;
+        }
+        if !reread_in(block, cfg.block(block).insts.start, cfg.block(block).insts.end) {
+            work.extend(cfg.successors(block));
+        }
+    }
+    true
 }
 
 /// What the loop's instructions alone decide, before any slice is computed: a report needs an
