@@ -82,14 +82,14 @@ fn check_spin(cx: &mut FunctionCx<'_>, lp: &Loop, spin: &Spin, reported: &mut BT
 /// Whether every way round `lp` from the poll `poll` back to it reads the polled location
 /// again first with a read that pays no invalidate ([`per_iteration_acquire`]) and runs
 /// whenever the way does (not guarded): the loop spins on those other reads, and `poll` (with
-/// the acquire that goes with it) runs only when one of them lets the loop go round. libcu++ waits this way in every
-/// primitive built on `atomic::wait` (a semaphore's `acquire`, a latch's or a device barrier's
-/// `wait`): one acquire load or exchange, then relaxed reads of the same word until it changes
+/// the acquire that goes with it) runs only when one of them lets the loop go round. libcu++'s
+/// primitives built on `atomic::wait` (a semaphore's `acquire`, a latch's `wait`) wait this
+/// way: one acquire load or exchange, then relaxed reads of the same word until it changes
 /// (`ld.relaxed.gpu` sixteen times in a row, then with a back-off), then the acquire again; a
 /// test-and-test-and-set lock is the same shape. The acquire is paid once a change, not once a
 /// poll, and is not reported. A wait whose every poll is an acquire
-/// (`atomic::wait(old, memory_order_acquire)`) has a way round with no other read of the
-/// location and still is.
+/// (`atomic::wait(old, memory_order_acquire)`, a device-scope barrier's wait) has a way round
+/// with no other read of the location and still is.
 fn woken_by_other_polls(analysis: &FunctionAnalysis<'_>, lp: &Loop, poll: InstId) -> bool {
     let func = analysis.func;
     let inst = func.inst(poll);
