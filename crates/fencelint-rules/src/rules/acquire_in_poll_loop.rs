@@ -82,7 +82,8 @@ fn check_spin(cx: &mut FunctionCx<'_>, lp: &Loop, spin: &Spin, reported: &mut BT
 /// Whether every way round `lp` from the poll `poll` back to it reads the polled location
 /// again first with a read that pays no invalidate ([`per_iteration_acquire`]) and runs
 /// whenever the way does (not guarded): the loop spins on those other reads, and `poll` (with
-/// the acquire that goes with it) runs only when one of them lets the loop go round. libcu++'s
+/// the acquire that goes with it) runs only when one of them lets the loop go round; and some
+/// of those reads spin in a loop of their own, inside `lp`, that does not hold `poll`. libcu++'s
 /// primitives built on `atomic::wait` (a semaphore's `acquire`, a latch's `wait`) wait this
 /// way: one acquire load or exchange, then relaxed reads of the same word until it changes
 /// (`ld.relaxed.gpu` sixteen times in a row, then with a back-off), then the acquire again; a
@@ -120,6 +121,24 @@ fn woken_by_other_polls(analysis: &FunctionAnalysis<'_>, lp: &Loop, poll: InstId
             && !invalidated()
     };
     let home = cfg.block_of(poll);
+    // The relaxed reads spin on their own: one of them is in a loop that does not hold the poll,
+    // inside the loop of all the back edges to `lp`'s header (each back edge also makes a loop
+    // of its own: libcu++'s first relaxed read goes straight back to the acquire). That is
+    // libcu++'s back-off loop, or the inner loop of a test-and-test-and-set lock. A loop that
+    // reads the flag again once each time round (an abort value told apart after the acquire)
+    // pays the acquire on every iteration.
+    let whole = analysis
+        .loops()
+        .iter()
+        .filter(|l| l.header == lp.header)
+        .max_by_key(|l| l.blocks.len())
+        .unwrap_or(lp);
+    let spins_relaxed = whole.memory_insts(analysis).any(|id| {
+        relaxed_reread(id) && analysis.innermost_loop(id).is_some_and(|inner| !inner.contains(home))
+    });
+    if !spins_relaxed {
+        return false;
+    }
     // Whether such a read lies in `block` from `from` on, before `to`.
     let reread_in = |block, from: u32, to: u32| {
         let only = analysis.block_memory_insts(block);
