@@ -225,11 +225,7 @@ impl FunctionAnalysis<'_> {
                 if found.is_some() {
                     return None;
                 }
-                let address_regs: &[Reg] = match &waddress.base {
-                    AddrBase::Reg(reg) => std::slice::from_ref(reg),
-                    AddrBase::Complex(regs) => regs,
-                    AddrBase::Symbol(_) | AddrBase::Absolute => &[],
-                };
+                let address_regs = waddress.base.regs();
                 let data = writer.uses.iter().find(|reg| !address_regs.contains(reg))?;
                 found = Some((store, *data));
                 continue;

@@ -373,6 +373,15 @@ impl<'f> FunctionAnalysis<'f> {
         self.loops.get_or_init(|| loops::find_loops(self))
     }
 
+    /// The loop of all the back edges to `lp`'s header: `lp` itself when it is that loop (or
+    /// the header has one back edge), else the loop it lies in whose single back edges make
+    /// loops of their own, such as `lp` (see [`Self::loops`]).
+    pub fn whole_loop<'s>(&'s self, lp: &'s Loop) -> &'s Loop {
+        let loops = self.loops();
+        let first = loops.partition_point(|l| l.header < lp.header);
+        loops.get(first).filter(|l| l.header == lp.header).unwrap_or(lp)
+    }
+
     /// The innermost loop that contains `inst`.
     pub fn innermost_loop(&self, inst: InstId) -> Option<&Loop> {
         let innermost = self.innermost.get_or_init(|| {

@@ -93,10 +93,11 @@ impl Loop {
         let func = analysis.func;
         let this = func.inst(inst);
         let guard = this.guard.map(|g| g.reg);
+        let addressing = address_regs(this);
         let mut work: Vec<(InstId, Reg)> = this
             .uses
             .iter()
-            .filter(|&&reg| !address_regs(this).contains(&reg) && Some(reg) != guard)
+            .filter(|&&reg| !addressing.contains(&reg) && Some(reg) != guard)
             .map(|&reg| (inst, reg))
             .collect();
         let mut seen = Vec::new();
@@ -146,7 +147,8 @@ impl Loop {
             {
                 continue;
             }
-            let stored = inst.uses.iter().filter(|reg| !address_regs(inst).contains(reg));
+            let addressing = at.base.regs();
+            let stored = inst.uses.iter().filter(|reg| !addressing.contains(reg));
             values.extend(stored.map(|&reg| (store, reg)));
         }
         values
@@ -231,11 +233,7 @@ impl Loop {
 
 /// The registers that `inst`'s address is computed from.
 fn address_regs(inst: &Inst) -> &[Reg] {
-    match inst.address.as_ref().map(|a| &a.base) {
-        Some(AddrBase::Reg(reg)) => std::slice::from_ref(reg),
-        Some(AddrBase::Complex(regs)) => regs,
-        _ => &[],
-    }
+    inst.address.as_ref().map_or(&[], |a| a.base.regs())
 }
 
 /// Whether a register name is one of the clock and timer registers, which change on their own

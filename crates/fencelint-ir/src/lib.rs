@@ -570,6 +570,17 @@ pub enum AddrBase {
     Complex(Vec<Reg>),
 }
 
+impl AddrBase {
+    /// The registers the address is computed from (none for a symbol or an absolute address).
+    pub fn regs(&self) -> &[Reg] {
+        match self {
+            Self::Reg(reg) => std::slice::from_ref(reg),
+            Self::Complex(regs) => regs,
+            Self::Symbol(_) | Self::Absolute => &[],
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Address {
     pub base: AddrBase,

@@ -200,6 +200,51 @@ fn slices_are_remembered_per_loop_not_per_header() {
     }
 }
 
+/// Hand-written PTX: a wait with one back edge, then a header with two (as in `SHARED_EXIT`).
+const WAIT_THEN_SHARED: &str = r"
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 flag, .param .u64 bounds)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [flag];
+    ld.param.u64 %rd2, [bounds];
+    mov.u32 %r2, 0;
+$L_first:
+    ld.relaxed.gpu.global.u32 %r1, [%rd1];
+    setp.eq.u32 %p3, %r1, 0;
+    @%p3 bra $L_first;
+$L_head:
+    ld.relaxed.gpu.global.u32 %r1, [%rd1];
+    setp.eq.u32 %p1, %r1, %r2;
+    @%p1 bra $L_done;
+    setp.lt.u32 %p2, %r1, 5;
+    @%p2 bra $L_head;
+    ld.global.u32 %r2, [%rd2];
+    bra.uni $L_head;
+$L_done:
+    ret;
+}
+";
+
+/// Of the loops that share a header, each answers the loop of all its back edges as its whole
+/// loop; a loop with a header of its own is its own whole loop.
+#[test]
+fn loops_sharing_a_header_name_the_loop_of_all_their_back_edges() {
+    let func = function(WAIT_THEN_SHARED, "k");
+    let analysis = FunctionAnalysis::new(&func);
+    let [first, step, wait] = analysis.loops() else { panic!("{:?}", analysis.loops()) };
+    assert_ne!(first.header, step.header);
+    assert_eq!(step.header, wait.header);
+    assert!(wait.blocks.len() < step.blocks.len());
+    assert_eq!(analysis.whole_loop(first).id, first.id);
+    assert_eq!(analysis.whole_loop(step).id, step.id);
+    assert_eq!(analysis.whole_loop(wait).id, step.id);
+}
+
 /// The predicate of an atomic on a generic address (`ATOM.E.ADD.F32.FTZ.RN.STRONG.GPU P0, RZ,
 /// [R2.64], R7`) says whether the address was global and the atomic performed there; the
 /// branch on it (`@P0 BRA`) skips ptxas's emulation for shared or local memory. It does not

@@ -2,9 +2,9 @@
 //! loop, paying an L1 invalidate per poll where a relaxed poll and one fence after the loop
 //! order the same.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 
-use fencelint_cfg::{FunctionAnalysis, Loop};
+use fencelint_cfg::{FunctionAnalysis, Loop, Point};
 use fencelint_ir::{Dialect, Fence, FenceKind, Function, Inst, InstId, InstKind, MemAccess, Scope};
 
 use super::retry::retried_tests;
@@ -127,48 +127,14 @@ fn woken_by_other_polls(analysis: &FunctionAnalysis<'_>, lp: &Loop, poll: InstId
     // libcu++'s back-off loop, or the inner loop of a test-and-test-and-set lock. A loop that
     // reads the flag again once each time round (an abort value told apart after the acquire)
     // pays the acquire on every iteration.
-    let whole = analysis
-        .loops()
-        .iter()
-        .filter(|l| l.header == lp.header)
-        .max_by_key(|l| l.blocks.len())
-        .unwrap_or(lp);
-    let spins_relaxed = whole.memory_insts(analysis).any(|id| {
+    let spins_relaxed = analysis.whole_loop(lp).memory_insts(analysis).any(|id| {
         relaxed_reread(id) && analysis.innermost_loop(id).is_some_and(|inner| !inner.contains(home))
     });
     if !spins_relaxed {
         return false;
     }
-    // Whether such a read lies in `block` from `from` on, before `to`.
-    let reread_in = |block, from: u32, to: u32| {
-        let only = analysis.block_memory_insts(block);
-        let first = only.partition_point(|id| id.0 < from);
-        only[first..].iter().take_while(|id| id.0 < to).any(|&id| relaxed_reread(id))
-    };
-    if reread_in(home, poll.0 + 1, cfg.block(home).insts.end) {
-        return true;
-    }
-    let mut seen = HashSet::from([home]);
-    let mut work: Vec<_> = cfg.successors(home).collect();
-    while let Some(block) = work.pop() {
-        if !lp.contains(block) {
-            continue;
-        }
-        if block == home {
-            // Round to the poll's own block: the way is clear if nothing before it reads again.
-            if !reread_in(home, cfg.block(home).insts.start, poll.0) {
-                return false;
-            }
-            continue;
-        }
-        if !seen.insert(block) {
-            continue;
-        }
-        if !reread_in(block, cfg.block(block).insts.start, cfg.block(block).insts.end) {
-            work.extend(cfg.successors(block));
-        }
-    }
-    true
+    // No way round the loop from the poll back to it that meets none of them.
+    !analysis.reaches_avoiding_memory(Point::After(poll), poll, |b| lp.contains(b), relaxed_reread)
 }
 
 /// What the loop's instructions alone decide, before any slice is computed: a report needs an

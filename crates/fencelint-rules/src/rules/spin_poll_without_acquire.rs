@@ -1290,11 +1290,7 @@ fn address_regs(inst: &Inst) -> impl Iterator<Item = Reg> + '_ {
     inst.address
         .iter()
         .chain(inst.extra_addresses.iter().map(|(_, address)| address))
-        .flat_map(|address| match &address.base {
-            AddrBase::Reg(reg) => std::slice::from_ref(reg),
-            AddrBase::Complex(regs) => regs.as_slice(),
-            AddrBase::Symbol(_) | AddrBase::Absolute => &[],
-        })
+        .flat_map(|address| address.base.regs())
         .copied()
 }
 
@@ -2314,12 +2310,10 @@ fn confirmed(analysis: &FunctionAnalysis<'_>, lp: &Loop, poll: &Poll, mut after:
     let (way_in, around) = if let Some(way_in) = way_in(lp) {
         (way_in, None)
     } else {
-        let whole = analysis
-            .loops()
-            .iter()
-            .filter(|l| l.header == lp.header)
-            .max_by_key(|l| l.blocks.len());
-        let Some(whole) = whole.filter(|w| w.id != lp.id) else { return after };
+        let whole = analysis.whole_loop(lp);
+        if whole.id == lp.id {
+            return after;
+        }
         let Some(way_in) = way_in(whole) else { return after };
         (way_in, Some(whole))
     };
