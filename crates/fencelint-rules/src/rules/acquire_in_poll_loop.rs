@@ -133,7 +133,8 @@ fn woken_by_other_polls(analysis: &FunctionAnalysis<'_>, lp: &Loop, poll: InstId
     if !spins_relaxed {
         return false;
     }
-    // No way round the loop from the poll back to it that meets none of them.
+    // No way round the loop from the poll back to it that meets none of them. A walk past its
+    // step budget finds none either (no report; the analysis says it is incomplete).
     !analysis.reaches_avoiding_memory(Point::After(poll), poll, |b| lp.contains(b), relaxed_reread)
 }
 
