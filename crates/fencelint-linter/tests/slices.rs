@@ -200,41 +200,18 @@ fn slices_are_remembered_per_loop_not_per_header() {
     }
 }
 
-/// Hand-written PTX: a wait with one back edge, then a header with two (as in `SHARED_EXIT`).
-const WAIT_THEN_SHARED: &str = r"
-.version 8.0
-.target sm_90
-.address_size 64
-.visible .entry k(.param .u64 flag, .param .u64 bounds)
-{
-    .reg .pred %p<4>;
-    .reg .b32 %r<4>;
-    .reg .b64 %rd<3>;
-    ld.param.u64 %rd1, [flag];
-    ld.param.u64 %rd2, [bounds];
-    mov.u32 %r2, 0;
-$L_first:
-    ld.relaxed.gpu.global.u32 %r1, [%rd1];
-    setp.eq.u32 %p3, %r1, 0;
-    @%p3 bra $L_first;
-$L_head:
-    ld.relaxed.gpu.global.u32 %r1, [%rd1];
-    setp.eq.u32 %p1, %r1, %r2;
-    @%p1 bra $L_done;
-    setp.lt.u32 %p2, %r1, 5;
-    @%p2 bra $L_head;
-    ld.global.u32 %r2, [%rd2];
-    bra.uni $L_head;
-$L_done:
-    ret;
-}
-";
-
 /// Of the loops that share a header, each answers the loop of all its back edges as its whole
 /// loop; a loop with a header of its own is its own whole loop.
 #[test]
 fn loops_sharing_a_header_name_the_loop_of_all_their_back_edges() {
-    let func = function(WAIT_THEN_SHARED, "k");
+    // `SHARED_EXIT` behind a wait of its own: a loop with one back edge, then a header with two.
+    let first_wait = "$L_first:
+    ld.relaxed.gpu.global.u32 %r1, [%rd1];
+    setp.eq.u32 %p0, %r1, 0;
+    @%p0 bra $L_first;
+$L_head:";
+    let text = SHARED_EXIT.replacen("$L_head:", first_wait, 1);
+    let func = function(&text, "k");
     let analysis = FunctionAnalysis::new(&func);
     let [first, step, wait] = analysis.loops() else { panic!("{:?}", analysis.loops()) };
     assert_ne!(first.header, step.header);
